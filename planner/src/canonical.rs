@@ -1,0 +1,211 @@
+//! RFC 8785 JSON Canonicalization Scheme (JCS) and the SHA-256 over it: the basis of planHash.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+
+/// Lowercase hex SHA-256 of a call list's canonical JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct PlanHash(pub String);
+
+impl PlanHash {
+    /// The hash of `value`'s canonical serialization.
+    pub fn of(value: &Value) -> Self {
+        PlanHash(sha256_hex(canonicalize(value).as_bytes()))
+    }
+}
+
+impl std::fmt::Display for PlanHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// Serializes `value` per RFC 8785: object members sorted by their UTF-16 code units, no
+/// insignificant white space, numbers as ECMAScript prints them, strings minimally escaped.
+pub fn canonicalize(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            // JCS orders keys by UTF-16 code units, which differs from byte order only
+            // for characters outside the Basic Multilingual Plane.
+            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push('{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_value(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_number(out: &mut String, n: &serde_json::Number) {
+    if let Some(i) = n.as_i64() {
+        write_f64_or_int(out, i as f64, Some(i.to_string()));
+    } else if let Some(u) = n.as_u64() {
+        write_f64_or_int(out, u as f64, Some(u.to_string()));
+    } else {
+        write_f64_or_int(out, n.as_f64().unwrap_or(0.0), None);
+    }
+}
+
+/// ECMAScript Number::toString: integers below 2^53 print as integers; others go through
+/// the shortest round-trip representation, with an exponent from 1e21 up and below 1e-6.
+fn write_f64_or_int(out: &mut String, f: f64, exact: Option<String>) {
+    if let Some(s) = exact {
+        if f.abs() < 9_007_199_254_740_992.0 {
+            out.push_str(&s);
+            return;
+        }
+    }
+    if f == 0.0 {
+        out.push('0');
+        return;
+    }
+    if !f.is_finite() {
+        // JSON cannot carry these; serde_json never produces them.
+        out.push_str("null");
+        return;
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits and the decimal exponent.
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
+    let exp: i32 = exp.parse().expect("exponent is an integer");
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let k = digits.len() as i32;
+    let n = exp + 1;
+    if f < 0.0 {
+        out.push('-');
+    }
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-n) as usize));
+        out.push_str(&digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        let _ = write!(out, "{}", (n - 1).abs());
+    }
+}
+
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(input: &str, expect: &str) {
+        let value: Value = serde_json::from_str(input).unwrap();
+        assert_eq!(canonicalize(&value), expect, "input: {input}");
+    }
+
+    #[test]
+    fn sorts_keys_and_drops_white_space() {
+        check(
+            r#"{ "b": 1, "a": [ true, null, "x" ] }"#,
+            r#"{"a":[true,null,"x"],"b":1}"#,
+        );
+    }
+
+    #[test]
+    fn orders_keys_by_utf16_code_units() {
+        // U+1F600 is D83D DE00 in UTF-16, which sorts before U+FB01 (FB01); bytes say otherwise.
+        check(
+            "{\"\u{fb01}\":1,\"\u{1f600}\":2}",
+            "{\"\u{1f600}\":2,\"\u{fb01}\":1}",
+        );
+    }
+
+    #[test]
+    fn prints_numbers_as_ecmascript_does() {
+        check(
+            "[0, -0.0, 1.0, 1e21, 1e20, 0.000001, 1e-7, 333333333.33333329, 1E30, 4.5, -1.5e-10]",
+            "[0,0,1,1e+21,100000000000000000000,0.000001,1e-7,333333333.3333333,1e+30,4.5,-1.5e-10]",
+        );
+        check("9007199254740993", "9007199254740992");
+    }
+
+    #[test]
+    fn escapes_strings_minimally() {
+        check(r#""\u00e9\u001f\n\"\\/""#, "\"\u{e9}\\u001f\\n\\\"\\\\/\"");
+    }
+
+    #[test]
+    fn hashes_the_canonical_form() {
+        let a = PlanHash::of(&json!({"b": 1, "a": 2}));
+        let b = PlanHash::of(&json!({"a": 2, "b": 1}));
+        assert_eq!(a, b);
+        assert_eq!(a.0, sha256_hex(br#"{"a":2,"b":1}"#));
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}
