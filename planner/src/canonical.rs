@@ -88,11 +88,11 @@ fn write_number(out: &mut String, n: &serde_json::Number) {
 /// ECMAScript Number::toString: integers below 2^53 print as integers; others go through
 /// the shortest round-trip representation, with an exponent from 1e21 up and below 1e-6.
 fn write_f64_or_int(out: &mut String, f: f64, exact: Option<String>) {
-    if let Some(s) = exact {
-        if f.abs() < 9_007_199_254_740_992.0 {
-            out.push_str(&s);
-            return;
-        }
+    if let Some(s) = exact
+        && f.abs() < 9_007_199_254_740_992.0
+    {
+        out.push_str(&s);
+        return;
     }
     if f == 0.0 {
         out.push('0');

@@ -2,9 +2,28 @@
 //!
 //! Invariant: this crate does no I/O, reads no clock, draws no randomness and has no async.
 //! Everything that must agree between browser and server lives here, once.
+//!
+//! - [`document`]: the document model (version 1), the one place that knows its wire shape.
+//! - [`validate()`]: bytes to a [`Document`] or every [`Problem`] with its path.
+//! - [`export`]: what `fleet.export` answers, the state a plan diffs against.
+//! - [`plan()`]: changes, ordered [`Call`]s and the planHash.
+//! - [`calls`]: each API call's input type, shared by the apply and direct calls.
+//! - [`ids`]: idempotency keys and deterministic ids.
+//! - [`canonical`]: RFC 8785 canonical JSON and SHA-256.
 
+pub mod calls;
 pub mod canonical;
+pub mod document;
+pub mod export;
+pub mod ids;
+pub mod plan;
+pub mod validate;
 #[cfg(feature = "wasm")]
 mod wasm;
 
+pub use calls::Call;
 pub use canonical::{PlanHash, canonicalize, sha256_hex};
+pub use document::Document;
+pub use export::{Export, Kind, Section};
+pub use plan::{Action, Change, Plan, PlanOptions, Summary, plan, plan_hash};
+pub use validate::{Invalid, Problem, validate};

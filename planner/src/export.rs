@@ -1,0 +1,134 @@
+//! What `fleet.export` answers, and all the planner needs to plan: planning a document against
+//! an export in the browser gives exactly the plan the server gives, while the fleet is
+//! unchanged.
+
+use crate::document::Document;
+use serde::{Deserialize, Serialize};
+
+/// The kinds of item a plan speaks of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Kind {
+    /// A site (`fra`).
+    Site,
+    /// A provider account (`cloud`).
+    ProviderAccount,
+    /// A pool (`vps-fra`).
+    Pool,
+    /// One entry of a pool's owner quota (`vps-fra:gpu`).
+    OwnerQuota,
+    /// A pool offered to a tenant (`vps-fra -> acme`).
+    Offer,
+    /// A flavor (`vps-fra/g1.small`).
+    Flavor,
+    /// A sandbox template (`py-small`).
+    SandboxTemplate,
+}
+
+impl Kind {
+    /// Every kind, in the order changes are listed.
+    pub const ALL: [Kind; 7] = [
+        Kind::Site,
+        Kind::ProviderAccount,
+        Kind::Pool,
+        Kind::OwnerQuota,
+        Kind::Offer,
+        Kind::Flavor,
+        Kind::SandboxTemplate,
+    ];
+
+    /// The name used in JSON, idempotency keys and CLI output (`ownerQuota`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Site => "site",
+            Kind::ProviderAccount => "providerAccount",
+            Kind::Pool => "pool",
+            Kind::OwnerQuota => "ownerQuota",
+            Kind::Offer => "offer",
+            Kind::Flavor => "flavor",
+            Kind::SandboxTemplate => "sandboxTemplate",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A top-level list of the document, as named there; what `missing` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Section {
+    /// `sites`
+    Sites,
+    /// `providerAccounts`
+    ProviderAccounts,
+    /// `pools`
+    Pools,
+    /// `flavors`
+    Flavors,
+    /// `sandboxTemplates`
+    SandboxTemplates,
+}
+
+/// The answer of `fleet.export`: the tenant's fleet as a document, plus what planning needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Export {
+    /// The tenant whose fleet this is.
+    pub tenant_id: String,
+    /// The principal that exported; created ids derive from it.
+    pub caller: String,
+    /// The fleet, every served key written, so export then apply with prune changes nothing.
+    pub config: Document,
+    /// Lists this deployment does not serve; a document listing them plans as blocked.
+    #[serde(default)]
+    pub missing: Vec<Section>,
+    /// One entry per item of `config`: its id (not for owner quotas and offers) and revision.
+    #[serde(default)]
+    pub objects: Vec<ObjectRef>,
+    /// Every tenant id an offer may name.
+    #[serde(default)]
+    pub tenants: Vec<String>,
+    /// Pools of other tenants offered to this one; templates name them by id.
+    #[serde(default)]
+    pub offered_pools: Vec<OfferedPool>,
+}
+
+/// The identity and revision of one exported item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectRef {
+    /// Its kind.
+    pub kind: Kind,
+    /// Its plan name (`vps-fra:gpu`).
+    pub name: String,
+    /// Its id; absent for owner quota entries and offers, which live in their pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Its revision; update and delete calls carry it as `ifRevision`.
+    pub revision: u64,
+}
+
+/// A pool of another tenant offered to this one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OfferedPool {
+    /// The pool's id.
+    pub id: String,
+    /// Its flavors.
+    #[serde(default)]
+    pub flavors: Vec<OfferedFlavor>,
+}
+
+/// A flavor of an offered pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OfferedFlavor {
+    /// Its name within the pool.
+    pub name: String,
+    /// Its id.
+    pub id: String,
+}
