@@ -8,6 +8,8 @@
 //! - [`export`]: what `fleet.export` answers, the state a plan diffs against.
 //! - [`plan()`]: changes, ordered [`Call`]s and the planHash.
 //! - [`calls`]: each API call's input type, shared by the apply and direct calls.
+//! - [`fleet`]: an in-memory fleet that executes calls as the server does, for tests.
+//! - [`schema`]: the document's JSON Schema, derived from the model.
 //! - [`ids`]: idempotency keys and deterministic ids.
 //! - [`canonical`]: RFC 8785 canonical JSON and SHA-256.
 
@@ -15,8 +17,10 @@ pub mod calls;
 pub mod canonical;
 pub mod document;
 pub mod export;
+pub mod fleet;
 pub mod ids;
 pub mod plan;
+pub mod schema;
 pub mod validate;
 #[cfg(feature = "wasm")]
 mod wasm;
@@ -25,5 +29,6 @@ pub use calls::Call;
 pub use canonical::{PlanHash, canonicalize, sha256_hex};
 pub use document::Document;
 pub use export::{Export, Kind, Section};
+pub use fleet::{Fleet, FleetError};
 pub use plan::{Action, Change, Plan, PlanOptions, Summary, plan, plan_hash};
 pub use validate::{Invalid, Problem, validate};

@@ -1,0 +1,2 @@
+//! Benchmarks of validate, plan and hash on a maximal document (filled in below).
+fn main() {}

@@ -1,0 +1,1195 @@
+//! An in-memory model of one tenant's fleet that executes [`Call`]s with the semantics the
+//! server's methods have (docs/contracts.md, "Calls"), and exports itself as the server does.
+//!
+//! Tests use it as the world a plan acts on: apply a plan's calls, export, re-plan, and expect
+//! nothing left to do. It is pure like the rest of the planner: ids of objects created without
+//! an idempotency key come from a counter, not from randomness.
+//!
+//! Semantics, one place for the server to compare against:
+//! - Every object and every owner quota entry and offer has a revision: 1 on create, +1 on every
+//!   call that changes it (a call that changes nothing leaves it). Entries have their own
+//!   revisions; changing one does not move its pool's.
+//! - `ifRevision` that does not match is [`FleetError::Conflict`], naming the object by its
+//!   plan name. On `setOwnerQuota` and `offer`, an `ifRevision` for an entry that does not exist
+//!   is a conflict too; without one the call sets the entry whatever its revision.
+//! - A create with an idempotency key gets `derive_id(kind, caller, key)`; when that object
+//!   exists the call returns it and changes nothing. Sites and pools record the name fleet gave
+//!   them (the key's last segment), like `fleet_names`.
+//! - `pool.archive` removes the pool with its owner quotas and offers. Deleting an object that
+//!   another still uses (a provider account by a pool, a pool by a flavor or template, a flavor
+//!   by a template) is [`FleetError::InUse`]: the plan orders deletes so this never happens.
+//! - `setOwnerQuota` with `max: null` removes the entry (nothing when there is none).
+
+use crate::calls::{
+    Call, Delete, FlavorCreate, FlavorUpdate, PoolCreate, PoolOffer, PoolSetOwnerQuota,
+    PoolUnoffer, PoolUpdate, ProviderAccountCreate, ProviderAccountUpdate, SandboxTemplateCreate,
+    SandboxTemplateUpdate, SiteCreate,
+};
+use crate::document::{self, Document, Network, Policy, PoolClass, SiteKind, Warm};
+use crate::export::{Export, Kind, ObjectRef, OfferedPool, Section};
+use crate::ids;
+use sha2::Digest as _;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why a call failed; the fleet is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetError {
+    /// The call names a tenant other than the fleet's.
+    #[error("the call is for tenant \"{call}\", this fleet is tenant \"{fleet}\"")]
+    WrongTenant {
+        /// The fleet's tenant.
+        fleet: String,
+        /// The call's tenant.
+        call: String,
+    },
+    /// An id (or, for tenants, a tenant id) that does not exist.
+    #[error("{kind} \"{id}\" not found")]
+    NotFound {
+        /// What was looked for: `site`, `pool`, `flavor`, `tenant`, ...
+        kind: &'static str,
+        /// The id looked for.
+        id: String,
+    },
+    /// `ifRevision` no longer matches: someone changed the object since the plan.
+    #[error("{kind} \"{name}\" is at revision {}, not {expected}", actual.map_or("none (it does not exist)".to_string(), |r| r.to_string()))]
+    Conflict {
+        /// The object's kind.
+        kind: Kind,
+        /// The object's plan name (`vps-fra -> acme`).
+        name: String,
+        /// The revision the call expected.
+        expected: u64,
+        /// The object's revision, `None` when the entry does not exist.
+        actual: Option<u64>,
+    },
+    /// The object is still used by another.
+    #[error("{kind} \"{name}\" is used by {user}")]
+    InUse {
+        /// The object's kind.
+        kind: Kind,
+        /// Its plan name.
+        name: String,
+        /// Who uses it, such as `pool "burst"`.
+        user: String,
+    },
+    /// Another object already has this name.
+    #[error("{kind} \"{name}\" already exists")]
+    AlreadyExists {
+        /// The kind.
+        kind: Kind,
+        /// The name taken.
+        name: String,
+    },
+    /// The input breaks a rule of the method.
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    /// The deployment does not serve the method (module switched off).
+    #[error("this deployment does not serve {method}")]
+    Unsupported {
+        /// The method.
+        method: &'static str,
+    },
+}
+
+/// Which modules the deployment runs; what it leaves out an export lists in `missing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modules {
+    /// The vps module: provider accounts, flavors, sandbox templates.
+    pub vps: bool,
+    /// The vps module's v0.5 migrations: sandbox templates.
+    pub sandboxes: bool,
+}
+
+impl Default for Modules {
+    fn default() -> Self {
+        Modules {
+            vps: true,
+            sandboxes: true,
+        }
+    }
+}
+
+impl Modules {
+    /// The sections an export of this deployment leaves out.
+    pub fn missing(self) -> Vec<Section> {
+        let mut out = Vec::new();
+        if !self.vps {
+            out.push(Section::ProviderAccounts);
+            out.push(Section::Flavors);
+        }
+        if !self.vps || !self.sandboxes {
+            out.push(Section::SandboxTemplates);
+        }
+        out.sort();
+        out
+    }
+
+    fn serves(self, section: Section) -> bool {
+        !self.missing().contains(&section)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct SiteObj {
+    kind: SiteKind,
+    region: String,
+    revision: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct AccountObj {
+    name: String,
+    provider: String,
+    config: BTreeMap<String, String>,
+    revision: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Entry<T> {
+    value: T,
+    revision: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct OfferState {
+    quota: BTreeMap<String, u64>,
+    priority: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct PoolObj {
+    site_id: String,
+    class: PoolClass,
+    gpu_model: Option<String>,
+    provider_account_id: Option<String>,
+    policy: Option<Policy>,
+    owner_quota: BTreeMap<String, Entry<u64>>,
+    offers: BTreeMap<String, Entry<OfferState>>,
+    revision: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct FlavorObj {
+    pool_id: String,
+    name: String,
+    vcpu: u32,
+    memory_gib: u32,
+    disk_gib: u32,
+    gpu: Option<u32>,
+    revision: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct TemplateObj {
+    name: String,
+    pool_id: String,
+    flavor_id: String,
+    image_id: String,
+    env: Option<BTreeMap<String, String>>,
+    network: Network,
+    warm: Option<Warm>,
+    revision: u64,
+}
+
+/// One tenant's fleet: its objects by id, the names fleet gave, and what an export needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    tenant_id: String,
+    caller: String,
+    modules: Modules,
+    tenants: BTreeSet<String>,
+    offered_pools: Vec<OfferedPool>,
+    sites: BTreeMap<String, SiteObj>,
+    accounts: BTreeMap<String, AccountObj>,
+    pools: BTreeMap<String, PoolObj>,
+    flavors: BTreeMap<String, FlavorObj>,
+    templates: BTreeMap<String, TemplateObj>,
+    /// `fleet_names`: site and pool ids to the name fleet gave them.
+    names: BTreeMap<String, String>,
+    /// Source of ids for creates without an idempotency key.
+    next_id: u64,
+}
+
+impl Fleet {
+    /// An empty fleet of `tenant_id`, acted on by `caller`, on a deployment with `modules`.
+    /// `tenants` are the tenant ids offers may name (the fleet's own is added).
+    pub fn new(
+        tenant_id: impl Into<String>,
+        caller: impl Into<String>,
+        modules: Modules,
+        tenants: impl IntoIterator<Item = String>,
+    ) -> Self {
+        let tenant_id = tenant_id.into();
+        let mut tenants: BTreeSet<String> = tenants.into_iter().collect();
+        tenants.insert(tenant_id.clone());
+        Fleet {
+            tenant_id,
+            caller: caller.into(),
+            modules,
+            tenants,
+            offered_pools: Vec::new(),
+            sites: BTreeMap::new(),
+            accounts: BTreeMap::new(),
+            pools: BTreeMap::new(),
+            flavors: BTreeMap::new(),
+            templates: BTreeMap::new(),
+            names: BTreeMap::new(),
+            next_id: 0,
+        }
+    }
+
+    /// Adds pools of other tenants offered to this one (templates may use them by id).
+    pub fn with_offered_pools(mut self, pools: Vec<OfferedPool>) -> Self {
+        self.offered_pools = pools;
+        self
+    }
+
+    /// The tenant.
+    pub fn tenant_id(&self) -> &str {
+        &self.tenant_id
+    }
+
+    /// The principal whose calls these are; created ids derive from it.
+    pub fn caller(&self) -> &str {
+        &self.caller
+    }
+
+    /// Acts as another principal from now on (ids of later creates derive from it).
+    pub fn set_caller(&mut self, caller: impl Into<String>) {
+        self.caller = caller.into();
+    }
+
+    /// The deployment's modules.
+    pub fn modules(&self) -> Modules {
+        self.modules
+    }
+
+    /// Builds the fleet a document describes, as fleet would create it (deterministic ids,
+    /// recorded names), resolving references by name within the document or by id. Owner
+    /// quotas and offers absent from the document are simply not created.
+    pub fn from_document(
+        tenant_id: &str,
+        caller: &str,
+        modules: Modules,
+        tenants: impl IntoIterator<Item = String>,
+        document: &Document,
+    ) -> Result<Self, FleetError> {
+        let mut fleet = Fleet::new(tenant_id, caller, modules, tenants);
+        let tenant = tenant_id.to_string();
+        let key = |kind: Kind, name: &str| Some(ids::idempotency_key(tenant_id, kind, name));
+        for account in document.provider_accounts.iter().flatten() {
+            fleet.apply(&Call::ProviderAccountCreate(ProviderAccountCreate {
+                tenant_id: tenant.clone(),
+                idempotency_key: key(Kind::ProviderAccount, &account.name),
+                name: account.name.clone(),
+                provider: account.provider.clone(),
+                config: account.config.clone(),
+            }))?;
+        }
+        for site in document.sites.iter().flatten() {
+            fleet.apply(&Call::SiteCreate(SiteCreate {
+                tenant_id: tenant.clone(),
+                idempotency_key: key(Kind::Site, &site.name),
+                kind: site.kind,
+                region: site.region.clone(),
+            }))?;
+        }
+        for pool in document.pools.iter().flatten() {
+            let site_id = fleet.resolve(Kind::Site, &pool.site)?;
+            let provider_account_id = match &pool.provider_account {
+                Some(name) => Some(fleet.resolve(Kind::ProviderAccount, name)?),
+                None => None,
+            };
+            let id = fleet
+                .apply(&Call::PoolCreate(PoolCreate {
+                    tenant_id: tenant.clone(),
+                    idempotency_key: key(Kind::Pool, &pool.name),
+                    site_id,
+                    class: pool.class,
+                    gpu_model: pool.gpu_model.clone(),
+                    provider_account_id,
+                    policy: pool.policy.clone(),
+                }))?
+                .expect("a create answers its id");
+            for (resource, max) in pool.owner_quota.iter().flatten() {
+                fleet.apply(&Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
+                    tenant_id: tenant.clone(),
+                    pool_id: id.clone(),
+                    resource: resource.clone(),
+                    max: Some(*max),
+                    if_revision: None,
+                }))?;
+            }
+            for offer in pool.offers.iter().flatten() {
+                fleet.apply(&Call::PoolOffer(PoolOffer {
+                    tenant_id: tenant.clone(),
+                    pool_id: id.clone(),
+                    tenant: offer.tenant.clone(),
+                    quota: offer.quota.clone(),
+                    priority: offer.priority,
+                    if_revision: None,
+                }))?;
+            }
+        }
+        for flavor in document.flavors.iter().flatten() {
+            let pool_id = fleet.resolve(Kind::Pool, &flavor.pool)?;
+            fleet.apply(&Call::FlavorCreate(FlavorCreate {
+                tenant_id: tenant.clone(),
+                idempotency_key: key(Kind::Flavor, &format!("{}/{}", flavor.pool, flavor.name)),
+                pool_id,
+                name: flavor.name.clone(),
+                vcpu: flavor.vcpu,
+                memory_gib: flavor.memory_gib,
+                disk_gib: flavor.disk_gib,
+                gpu: flavor.gpu,
+            }))?;
+        }
+        for template in document.sandbox_templates.iter().flatten() {
+            let pool_id = fleet.resolve(Kind::Pool, &template.pool)?;
+            let flavor_id = fleet.flavor_of(&pool_id, &template.flavor)?;
+            fleet.apply(&Call::SandboxTemplateCreate(SandboxTemplateCreate {
+                tenant_id: tenant.clone(),
+                idempotency_key: key(Kind::SandboxTemplate, &template.name),
+                name: template.name.clone(),
+                pool_id,
+                flavor_id,
+                image_id: template.image_id.clone(),
+                env: template.env.clone(),
+                network: template.network,
+                warm: template.warm,
+            }))?;
+        }
+        Ok(fleet)
+    }
+
+    /// The id of the object of `kind` whose plan name (or id) is `name`. Pools offered to the
+    /// tenant resolve by id too.
+    pub fn resolve(&self, kind: Kind, name: &str) -> Result<String, FleetError> {
+        let found = match kind {
+            Kind::Site => self.named_id(self.sites.keys(), name),
+            Kind::Pool => self.named_id(self.pools.keys(), name).or_else(|| {
+                self.offered_pools
+                    .iter()
+                    .find(|p| p.id == name)
+                    .map(|p| p.id.clone())
+            }),
+            Kind::ProviderAccount => self
+                .accounts
+                .iter()
+                .find(|(id, a)| a.name == name || *id == name)
+                .map(|(id, _)| id.clone()),
+            Kind::SandboxTemplate => self
+                .templates
+                .iter()
+                .find(|(id, t)| t.name == name || *id == name)
+                .map(|(id, _)| id.clone()),
+            Kind::Flavor => self
+                .flavors
+                .iter()
+                .find(|(id, f)| *id == name || self.flavor_plan_name(f) == name)
+                .map(|(id, _)| id.clone()),
+            Kind::OwnerQuota | Kind::Offer => None,
+        };
+        found.ok_or_else(|| FleetError::NotFound {
+            kind: kind.as_str(),
+            id: name.to_string(),
+        })
+    }
+
+    /// The revision of the item an export lists as `kind` `name`, if it exists.
+    pub fn revision(&self, kind: Kind, name: &str) -> Option<u64> {
+        self.objects()
+            .into_iter()
+            .find(|o| o.kind == kind && o.name == name)
+            .map(|o| o.revision)
+    }
+
+    fn named_id<'a>(
+        &self,
+        mut ids: impl Iterator<Item = &'a String>,
+        name: &str,
+    ) -> Option<String> {
+        ids.find(|id| self.plan_name_of(id) == name).cloned()
+    }
+
+    /// The plan name of a site or pool: the name fleet gave it, or its id.
+    fn plan_name_of<'a>(&'a self, id: &'a str) -> &'a str {
+        self.names.get(id).map_or(id, String::as_str)
+    }
+
+    fn flavor_plan_name(&self, flavor: &FlavorObj) -> String {
+        format!("{}/{}", self.plan_name_of(&flavor.pool_id), flavor.name)
+    }
+
+    fn flavor_of(&self, pool_id: &str, name: &str) -> Result<String, FleetError> {
+        let own = self
+            .flavors
+            .iter()
+            .find(|(_, f)| f.pool_id == pool_id && f.name == name)
+            .map(|(id, _)| id.clone());
+        let offered = || {
+            self.offered_pools
+                .iter()
+                .filter(|p| p.id == pool_id)
+                .flat_map(|p| &p.flavors)
+                .find(|f| f.name == name)
+                .map(|f| f.id.clone())
+        };
+        own.or_else(offered).ok_or_else(|| FleetError::NotFound {
+            kind: "flavor",
+            id: format!("{}/{name}", self.plan_name_of(pool_id)),
+        })
+    }
+
+    /// Runs all `calls` in order, as one transaction: on the first error the fleet is left as
+    /// it was and the error says which call (by index) failed.
+    pub fn apply_all(&mut self, calls: &[Call]) -> Result<(), (usize, FleetError)> {
+        let mut next = self.clone();
+        for (i, call) in calls.iter().enumerate() {
+            next.apply(call).map_err(|e| (i, e))?;
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Runs one call. Creates answer the object's id; other calls `None`. On error nothing
+    /// changed.
+    pub fn apply(&mut self, call: &Call) -> Result<Option<String>, FleetError> {
+        if call.tenant_id() != self.tenant_id {
+            return Err(FleetError::WrongTenant {
+                fleet: self.tenant_id.clone(),
+                call: call.tenant_id().to_string(),
+            });
+        }
+        let section = match call {
+            Call::ProviderAccountCreate(_)
+            | Call::ProviderAccountUpdate(_)
+            | Call::ProviderAccountDelete(_) => Some(Section::ProviderAccounts),
+            Call::FlavorCreate(_) | Call::FlavorUpdate(_) | Call::FlavorDelete(_) => {
+                Some(Section::Flavors)
+            }
+            Call::SandboxTemplateCreate(_)
+            | Call::SandboxTemplateUpdate(_)
+            | Call::SandboxTemplateDelete(_) => Some(Section::SandboxTemplates),
+            _ => None,
+        };
+        if section.is_some_and(|s| !self.modules.serves(s)) {
+            return Err(FleetError::Unsupported {
+                method: call.method(),
+            });
+        }
+        match call {
+            Call::ProviderAccountCreate(i) => self.account_create(i).map(Some),
+            Call::ProviderAccountUpdate(i) => self.account_update(i).map(|_| None),
+            Call::ProviderAccountDelete(i) => self.account_delete(i).map(|_| None),
+            Call::SiteCreate(i) => self.site_create(i).map(Some),
+            Call::PoolCreate(i) => self.pool_create(i).map(Some),
+            Call::PoolUpdate(i) => self.pool_update(i).map(|_| None),
+            Call::PoolSetOwnerQuota(i) => self.pool_set_owner_quota(i).map(|_| None),
+            Call::PoolOffer(i) => self.pool_offer(i).map(|_| None),
+            Call::PoolUnoffer(i) => self.pool_unoffer(i).map(|_| None),
+            Call::PoolArchive(i) => self.pool_archive(i).map(|_| None),
+            Call::FlavorCreate(i) => self.flavor_create(i).map(Some),
+            Call::FlavorUpdate(i) => self.flavor_update(i).map(|_| None),
+            Call::FlavorDelete(i) => self.flavor_delete(i).map(|_| None),
+            Call::SandboxTemplateCreate(i) => self.template_create(i).map(Some),
+            Call::SandboxTemplateUpdate(i) => self.template_update(i).map(|_| None),
+            Call::SandboxTemplateDelete(i) => self.template_delete(i).map(|_| None),
+        }
+    }
+
+    /// The id a create gets: derived from the idempotency key, else the next model id.
+    fn new_id(&mut self, kind: Kind, idempotency_key: Option<&str>) -> String {
+        match idempotency_key {
+            Some(key) => ids::derive_id(kind, &self.caller, key),
+            None => {
+                self.next_id += 1;
+                let prefix = ids::prefix(kind).expect("creates are of kinds with ids");
+                let digest = sha2::Sha256::digest(format!("model:{}", self.next_id).as_bytes());
+                format!("{prefix}{}", ids::base32_26(&digest))
+            }
+        }
+    }
+
+    fn account_create(&mut self, i: &ProviderAccountCreate) -> Result<String, FleetError> {
+        let id = self.new_id(Kind::ProviderAccount, i.idempotency_key.as_deref());
+        if self.accounts.contains_key(&id) {
+            return Ok(id);
+        }
+        if self.accounts.values().any(|a| a.name == i.name) {
+            return Err(FleetError::AlreadyExists {
+                kind: Kind::ProviderAccount,
+                name: i.name.clone(),
+            });
+        }
+        self.accounts.insert(
+            id.clone(),
+            AccountObj {
+                name: i.name.clone(),
+                provider: i.provider.clone(),
+                config: i.config.clone(),
+                revision: 1,
+            },
+        );
+        Ok(id)
+    }
+
+    fn account_update(&mut self, i: &ProviderAccountUpdate) -> Result<(), FleetError> {
+        let account = self
+            .accounts
+            .get_mut(&i.id)
+            .ok_or_else(|| not_found("providerAccount", &i.id))?;
+        check(
+            Kind::ProviderAccount,
+            &account.name,
+            i.if_revision,
+            account.revision,
+        )?;
+        if account.config != i.config {
+            account.config = i.config.clone();
+            account.revision += 1;
+        }
+        Ok(())
+    }
+
+    fn account_delete(&mut self, i: &Delete) -> Result<(), FleetError> {
+        let account = self
+            .accounts
+            .get(&i.id)
+            .ok_or_else(|| not_found("providerAccount", &i.id))?;
+        check(
+            Kind::ProviderAccount,
+            &account.name,
+            i.if_revision,
+            account.revision,
+        )?;
+        if let Some((pool_id, _)) = self
+            .pools
+            .iter()
+            .find(|(_, p)| p.provider_account_id.as_deref() == Some(&i.id))
+        {
+            return Err(FleetError::InUse {
+                kind: Kind::ProviderAccount,
+                name: account.name.clone(),
+                user: format!("pool \"{}\"", self.plan_name_of(pool_id)),
+            });
+        }
+        self.accounts.remove(&i.id);
+        Ok(())
+    }
+
+    /// Records the name fleet gives a created site or pool: the key's last segment.
+    fn record_name(&mut self, kind: Kind, id: &str, key: Option<&str>) -> Result<(), FleetError> {
+        let Some(name) = key.and_then(|k| k.rsplit(':').next()) else {
+            return Ok(());
+        };
+        let taken = match kind {
+            Kind::Site => self
+                .sites
+                .keys()
+                .any(|other| self.plan_name_of(other) == name),
+            _ => self
+                .pools
+                .keys()
+                .any(|other| self.plan_name_of(other) == name),
+        };
+        if taken {
+            return Err(FleetError::AlreadyExists {
+                kind,
+                name: name.to_string(),
+            });
+        }
+        self.names.insert(id.to_string(), name.to_string());
+        Ok(())
+    }
+
+    fn site_create(&mut self, i: &SiteCreate) -> Result<String, FleetError> {
+        let id = self.new_id(Kind::Site, i.idempotency_key.as_deref());
+        if self.sites.contains_key(&id) {
+            return Ok(id);
+        }
+        self.record_name(Kind::Site, &id, i.idempotency_key.as_deref())?;
+        self.sites.insert(
+            id.clone(),
+            SiteObj {
+                kind: i.kind,
+                region: i.region.clone(),
+                revision: 1,
+            },
+        );
+        Ok(id)
+    }
+
+    fn pool_create(&mut self, i: &PoolCreate) -> Result<String, FleetError> {
+        let id = self.new_id(Kind::Pool, i.idempotency_key.as_deref());
+        if self.pools.contains_key(&id) {
+            return Ok(id);
+        }
+        if !self.sites.contains_key(&i.site_id) {
+            return Err(not_found("site", &i.site_id));
+        }
+        match (&i.provider_account_id, i.class) {
+            (Some(account), PoolClass::Provider) => {
+                if !self.accounts.contains_key(account) {
+                    return Err(not_found("providerAccount", account));
+                }
+            }
+            (None, PoolClass::Provider) => {
+                return Err(FleetError::Invalid(
+                    "a pool of class provider needs a provider account".into(),
+                ));
+            }
+            (Some(_), _) => {
+                return Err(FleetError::Invalid(
+                    "only a pool of class provider has a provider account".into(),
+                ));
+            }
+            (None, _) => {}
+        }
+        self.record_name(Kind::Pool, &id, i.idempotency_key.as_deref())?;
+        self.pools.insert(
+            id.clone(),
+            PoolObj {
+                site_id: i.site_id.clone(),
+                class: i.class,
+                gpu_model: i.gpu_model.clone(),
+                provider_account_id: i.provider_account_id.clone(),
+                policy: i.policy.clone(),
+                owner_quota: BTreeMap::new(),
+                offers: BTreeMap::new(),
+                revision: 1,
+            },
+        );
+        Ok(id)
+    }
+
+    fn pool_mut(&mut self, id: &str) -> Result<(String, &mut PoolObj), FleetError> {
+        let name = self.plan_name_of(id).to_string();
+        let pool = self
+            .pools
+            .get_mut(id)
+            .ok_or_else(|| not_found("pool", id))?;
+        Ok((name, pool))
+    }
+
+    fn pool_update(&mut self, i: &PoolUpdate) -> Result<(), FleetError> {
+        let (name, pool) = self.pool_mut(&i.id)?;
+        check(Kind::Pool, &name, i.if_revision, pool.revision)?;
+        if pool.policy != i.policy {
+            pool.policy = i.policy.clone();
+            pool.revision += 1;
+        }
+        Ok(())
+    }
+
+    fn pool_set_owner_quota(&mut self, i: &PoolSetOwnerQuota) -> Result<(), FleetError> {
+        let (pool_name, pool) = self.pool_mut(&i.pool_id)?;
+        let name = format!("{pool_name}:{}", i.resource);
+        let current = pool.owner_quota.get(&i.resource).map(|e| e.revision);
+        check_entry(Kind::OwnerQuota, &name, i.if_revision, current)?;
+        match (i.max, pool.owner_quota.get_mut(&i.resource)) {
+            (None, _) => {
+                pool.owner_quota.remove(&i.resource);
+            }
+            (Some(max), Some(entry)) => {
+                if entry.value != max {
+                    entry.value = max;
+                    entry.revision += 1;
+                }
+            }
+            (Some(max), None) => {
+                pool.owner_quota.insert(
+                    i.resource.clone(),
+                    Entry {
+                        value: max,
+                        revision: 1,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn pool_offer(&mut self, i: &PoolOffer) -> Result<(), FleetError> {
+        if i.tenant == self.tenant_id {
+            return Err(FleetError::Invalid(
+                "a pool cannot be offered to its own owner".into(),
+            ));
+        }
+        if !self.tenants.contains(&i.tenant) {
+            return Err(not_found("tenant", &i.tenant));
+        }
+        let (pool_name, pool) = self.pool_mut(&i.pool_id)?;
+        let name = format!("{pool_name} -> {}", i.tenant);
+        let current = pool.offers.get(&i.tenant).map(|e| e.revision);
+        check_entry(Kind::Offer, &name, i.if_revision, current)?;
+        let value = OfferState {
+            quota: i.quota.clone(),
+            priority: i.priority,
+        };
+        match pool.offers.get_mut(&i.tenant) {
+            Some(entry) => {
+                if entry.value != value {
+                    entry.value = value;
+                    entry.revision += 1;
+                }
+            }
+            None => {
+                pool.offers
+                    .insert(i.tenant.clone(), Entry { value, revision: 1 });
+            }
+        }
+        Ok(())
+    }
+
+    fn pool_unoffer(&mut self, i: &PoolUnoffer) -> Result<(), FleetError> {
+        let (pool_name, pool) = self.pool_mut(&i.pool_id)?;
+        let name = format!("{pool_name} -> {}", i.tenant);
+        let entry = pool.offers.get(&i.tenant).ok_or(FleetError::NotFound {
+            kind: "offer",
+            id: name.clone(),
+        })?;
+        check(Kind::Offer, &name, i.if_revision, entry.revision)?;
+        pool.offers.remove(&i.tenant);
+        Ok(())
+    }
+
+    fn pool_archive(&mut self, i: &Delete) -> Result<(), FleetError> {
+        let name = self.plan_name_of(&i.id).to_string();
+        let pool = self
+            .pools
+            .get(&i.id)
+            .ok_or_else(|| not_found("pool", &i.id))?;
+        check(Kind::Pool, &name, i.if_revision, pool.revision)?;
+        let user = self
+            .flavors
+            .values()
+            .find(|f| f.pool_id == i.id)
+            .map(|f| format!("flavor \"{}\"", self.flavor_plan_name(f)))
+            .or_else(|| {
+                self.templates
+                    .values()
+                    .find(|t| t.pool_id == i.id)
+                    .map(|t| format!("sandboxTemplate \"{}\"", t.name))
+            });
+        if let Some(user) = user {
+            return Err(FleetError::InUse {
+                kind: Kind::Pool,
+                name,
+                user,
+            });
+        }
+        // The pool's owner quotas and offers go with it.
+        self.pools.remove(&i.id);
+        self.names.remove(&i.id);
+        Ok(())
+    }
+
+    fn flavor_create(&mut self, i: &FlavorCreate) -> Result<String, FleetError> {
+        let id = self.new_id(Kind::Flavor, i.idempotency_key.as_deref());
+        if self.flavors.contains_key(&id) {
+            return Ok(id);
+        }
+        if !self.pools.contains_key(&i.pool_id) {
+            return Err(not_found("pool", &i.pool_id));
+        }
+        if self
+            .flavors
+            .values()
+            .any(|f| f.pool_id == i.pool_id && f.name == i.name)
+        {
+            return Err(FleetError::AlreadyExists {
+                kind: Kind::Flavor,
+                name: format!("{}/{}", self.plan_name_of(&i.pool_id), i.name),
+            });
+        }
+        self.flavors.insert(
+            id.clone(),
+            FlavorObj {
+                pool_id: i.pool_id.clone(),
+                name: i.name.clone(),
+                vcpu: i.vcpu,
+                memory_gib: i.memory_gib,
+                disk_gib: i.disk_gib,
+                gpu: i.gpu,
+                revision: 1,
+            },
+        );
+        Ok(id)
+    }
+
+    fn flavor_update(&mut self, i: &FlavorUpdate) -> Result<(), FleetError> {
+        let flavor = self
+            .flavors
+            .get(&i.id)
+            .ok_or_else(|| not_found("flavor", &i.id))?;
+        check(
+            Kind::Flavor,
+            &self.flavor_plan_name(flavor),
+            i.if_revision,
+            flavor.revision,
+        )?;
+        let flavor = self.flavors.get_mut(&i.id).expect("looked up above");
+        let next = (i.vcpu, i.memory_gib, i.disk_gib, i.gpu);
+        if (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) != next {
+            (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) = next;
+            flavor.revision += 1;
+        }
+        Ok(())
+    }
+
+    fn flavor_delete(&mut self, i: &Delete) -> Result<(), FleetError> {
+        let flavor = self
+            .flavors
+            .get(&i.id)
+            .ok_or_else(|| not_found("flavor", &i.id))?;
+        let name = self.flavor_plan_name(flavor);
+        check(Kind::Flavor, &name, i.if_revision, flavor.revision)?;
+        if let Some(t) = self.templates.values().find(|t| t.flavor_id == i.id) {
+            return Err(FleetError::InUse {
+                kind: Kind::Flavor,
+                name,
+                user: format!("sandboxTemplate \"{}\"", t.name),
+            });
+        }
+        self.flavors.remove(&i.id);
+        Ok(())
+    }
+
+    /// Checks that `flavor_id` is a flavor of `pool_id`, an own pool or one offered.
+    fn check_template_refs(&self, pool_id: &str, flavor_id: &str) -> Result<(), FleetError> {
+        let offered = self.offered_pools.iter().find(|p| p.id == pool_id);
+        if !self.pools.contains_key(pool_id) && offered.is_none() {
+            return Err(not_found("pool", pool_id));
+        }
+        let of_pool = self
+            .flavors
+            .get(flavor_id)
+            .is_some_and(|f| f.pool_id == pool_id)
+            || offered.is_some_and(|p| p.flavors.iter().any(|f| f.id == flavor_id));
+        if !of_pool {
+            return Err(FleetError::Invalid(format!(
+                "flavor \"{flavor_id}\" is not a flavor of pool \"{pool_id}\""
+            )));
+        }
+        Ok(())
+    }
+
+    fn template_create(&mut self, i: &SandboxTemplateCreate) -> Result<String, FleetError> {
+        let id = self.new_id(Kind::SandboxTemplate, i.idempotency_key.as_deref());
+        if self.templates.contains_key(&id) {
+            return Ok(id);
+        }
+        self.check_template_refs(&i.pool_id, &i.flavor_id)?;
+        if self.templates.values().any(|t| t.name == i.name) {
+            return Err(FleetError::AlreadyExists {
+                kind: Kind::SandboxTemplate,
+                name: i.name.clone(),
+            });
+        }
+        check_warm(i.warm)?;
+        self.templates.insert(
+            id.clone(),
+            TemplateObj {
+                name: i.name.clone(),
+                pool_id: i.pool_id.clone(),
+                flavor_id: i.flavor_id.clone(),
+                image_id: i.image_id.clone(),
+                env: i.env.clone(),
+                network: i.network,
+                warm: i.warm,
+                revision: 1,
+            },
+        );
+        Ok(id)
+    }
+
+    fn template_update(&mut self, i: &SandboxTemplateUpdate) -> Result<(), FleetError> {
+        let template = self
+            .templates
+            .get(&i.id)
+            .ok_or_else(|| not_found("sandboxTemplate", &i.id))?;
+        check(
+            Kind::SandboxTemplate,
+            &template.name,
+            i.if_revision,
+            template.revision,
+        )?;
+        self.check_template_refs(&template.pool_id.clone(), &i.flavor_id)?;
+        check_warm(i.warm)?;
+        let template = self.templates.get_mut(&i.id).expect("looked up above");
+        let next = (
+            i.flavor_id.clone(),
+            i.image_id.clone(),
+            i.env.clone(),
+            i.network,
+            i.warm,
+        );
+        let current = (
+            template.flavor_id.clone(),
+            template.image_id.clone(),
+            template.env.clone(),
+            template.network,
+            template.warm,
+        );
+        if current != next {
+            (
+                template.flavor_id,
+                template.image_id,
+                template.env,
+                template.network,
+                template.warm,
+            ) = next;
+            template.revision += 1;
+        }
+        Ok(())
+    }
+
+    fn template_delete(&mut self, i: &Delete) -> Result<(), FleetError> {
+        let template = self
+            .templates
+            .get(&i.id)
+            .ok_or_else(|| not_found("sandboxTemplate", &i.id))?;
+        check(
+            Kind::SandboxTemplate,
+            &template.name,
+            i.if_revision,
+            template.revision,
+        )?;
+        self.templates.remove(&i.id);
+        Ok(())
+    }
+
+    /// What `fleet.export` answers for this fleet: every served key written, lists sorted by
+    /// plan name, objects named by fleet's names or else by their ids.
+    pub fn export(&self) -> Export {
+        let mut sites: Vec<document::Site> = self
+            .sites
+            .iter()
+            .map(|(id, s)| document::Site {
+                name: self.plan_name_of(id).to_string(),
+                kind: s.kind,
+                region: s.region.clone(),
+            })
+            .collect();
+        sites.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let mut accounts: Vec<document::ProviderAccount> = self
+            .accounts
+            .values()
+            .map(|a| document::ProviderAccount {
+                name: a.name.clone(),
+                provider: a.provider.clone(),
+                config: a.config.clone(),
+            })
+            .collect();
+        accounts.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let mut pools: Vec<document::Pool> = self
+            .pools
+            .iter()
+            .map(|(id, p)| document::Pool {
+                name: self.plan_name_of(id).to_string(),
+                site: self.plan_name_of(&p.site_id).to_string(),
+                class: p.class,
+                gpu_model: p.gpu_model.clone(),
+                provider_account: p.provider_account_id.as_ref().map(|a| {
+                    self.accounts
+                        .get(a)
+                        .map_or_else(|| a.clone(), |a| a.name.clone())
+                }),
+                policy: p.policy.clone(),
+                owner_quota: Some(
+                    p.owner_quota
+                        .iter()
+                        .map(|(r, e)| (r.clone(), e.value))
+                        .collect(),
+                ),
+                offers: Some(
+                    p.offers
+                        .iter()
+                        .map(|(tenant, e)| document::Offer {
+                            tenant: tenant.clone(),
+                            quota: e.value.quota.clone(),
+                            priority: e.value.priority,
+                        })
+                        .collect(),
+                ),
+            })
+            .collect();
+        pools.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let mut flavors: Vec<document::Flavor> = self
+            .flavors
+            .values()
+            .map(|f| document::Flavor {
+                pool: self.plan_name_of(&f.pool_id).to_string(),
+                name: f.name.clone(),
+                vcpu: f.vcpu,
+                memory_gib: f.memory_gib,
+                disk_gib: f.disk_gib,
+                gpu: f.gpu,
+            })
+            .collect();
+        // By plan name `<pool>/<name>`, which is not (pool, name) order when one pool's
+        // name is a prefix of another's.
+        flavors.sort_by_cached_key(|f| format!("{}/{}", f.pool, f.name));
+
+        let mut templates: Vec<document::SandboxTemplate> = self
+            .templates
+            .values()
+            .map(|t| document::SandboxTemplate {
+                name: t.name.clone(),
+                pool: self.plan_name_of(&t.pool_id).to_string(),
+                flavor: self.flavor_name(&t.flavor_id),
+                image_id: t.image_id.clone(),
+                env: t.env.clone(),
+                network: t.network,
+                warm: t.warm,
+            })
+            .collect();
+        templates.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let serves = |s| self.modules.serves(s);
+        Export {
+            tenant_id: self.tenant_id.clone(),
+            caller: self.caller.clone(),
+            config: Document {
+                version: 1,
+                sites: Some(sites),
+                provider_accounts: serves(Section::ProviderAccounts).then_some(accounts),
+                pools: Some(pools),
+                flavors: serves(Section::Flavors).then_some(flavors),
+                sandbox_templates: serves(Section::SandboxTemplates).then_some(templates),
+            },
+            missing: self.modules.missing(),
+            objects: self.objects(),
+            tenants: self.tenants.iter().cloned().collect(),
+            offered_pools: self.offered_pools.clone(),
+        }
+    }
+
+    fn flavor_name(&self, flavor_id: &str) -> String {
+        self.flavors
+            .get(flavor_id)
+            .map(|f| f.name.clone())
+            .or_else(|| {
+                self.offered_pools
+                    .iter()
+                    .flat_map(|p| &p.flavors)
+                    .find(|f| f.id == flavor_id)
+                    .map(|f| f.name.clone())
+            })
+            .unwrap_or_else(|| flavor_id.to_string())
+    }
+
+    /// One entry per exported item, ordered by kind, then plan name.
+    fn objects(&self) -> Vec<ObjectRef> {
+        let object = |kind, name: String, id: Option<&String>, revision| ObjectRef {
+            kind,
+            name,
+            id: id.cloned(),
+            revision,
+        };
+        let mut out = Vec::new();
+        for (id, s) in &self.sites {
+            out.push(object(
+                Kind::Site,
+                self.plan_name_of(id).to_string(),
+                Some(id),
+                s.revision,
+            ));
+        }
+        if self.modules.serves(Section::ProviderAccounts) {
+            for (id, a) in &self.accounts {
+                out.push(object(
+                    Kind::ProviderAccount,
+                    a.name.clone(),
+                    Some(id),
+                    a.revision,
+                ));
+            }
+        }
+        for (id, p) in &self.pools {
+            let name = self.plan_name_of(id);
+            out.push(object(Kind::Pool, name.to_string(), Some(id), p.revision));
+            for (resource, e) in &p.owner_quota {
+                out.push(object(
+                    Kind::OwnerQuota,
+                    format!("{name}:{resource}"),
+                    None,
+                    e.revision,
+                ));
+            }
+            for (tenant, e) in &p.offers {
+                out.push(object(
+                    Kind::Offer,
+                    format!("{name} -> {tenant}"),
+                    None,
+                    e.revision,
+                ));
+            }
+        }
+        if self.modules.serves(Section::Flavors) {
+            for (id, f) in &self.flavors {
+                out.push(object(
+                    Kind::Flavor,
+                    self.flavor_plan_name(f),
+                    Some(id),
+                    f.revision,
+                ));
+            }
+        }
+        if self.modules.serves(Section::SandboxTemplates) {
+            for (id, t) in &self.templates {
+                out.push(object(
+                    Kind::SandboxTemplate,
+                    t.name.clone(),
+                    Some(id),
+                    t.revision,
+                ));
+            }
+        }
+        out.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        out
+    }
+}
+
+fn not_found(kind: &'static str, id: &str) -> FleetError {
+    FleetError::NotFound {
+        kind,
+        id: id.to_string(),
+    }
+}
+
+fn check(kind: Kind, name: &str, expected: u64, actual: u64) -> Result<(), FleetError> {
+    check_entry(kind, name, Some(expected), Some(actual))
+}
+
+/// An entry's `ifRevision`: absent means "whatever it is"; present must match an existing one.
+fn check_entry(
+    kind: Kind,
+    name: &str,
+    expected: Option<u64>,
+    actual: Option<u64>,
+) -> Result<(), FleetError> {
+    match expected {
+        Some(expected) if actual != Some(expected) => Err(FleetError::Conflict {
+            kind,
+            name: name.to_string(),
+            expected,
+            actual,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn check_warm(warm: Option<Warm>) -> Result<(), FleetError> {
+    match warm {
+        Some(w) if w.min > w.max => Err(FleetError::Invalid(format!(
+            "warm.min ({}) is greater than warm.max ({})",
+            w.min, w.max
+        ))),
+        _ => Ok(()),
+    }
+}
