@@ -1193,3 +1193,400 @@ fn check_warm(warm: Option<Warm>) -> Result<(), FleetError> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::*;
+    use crate::document::{Offer, Site};
+
+    const T: &str = "root";
+
+    fn fleet() -> Fleet {
+        Fleet::new(T, "usr_ops", Modules::default(), ["acme".to_string()])
+    }
+
+    fn site(fleet: &mut Fleet, name: &str) -> String {
+        let call = Call::SiteCreate(SiteCreate {
+            tenant_id: T.into(),
+            idempotency_key: Some(ids::idempotency_key(T, Kind::Site, name)),
+            kind: SiteKind::Shared,
+            region: "eu-central".into(),
+        });
+        fleet.apply(&call).unwrap().unwrap()
+    }
+
+    fn pool(fleet: &mut Fleet, name: &str, site_id: &str) -> String {
+        let call = Call::PoolCreate(PoolCreate {
+            tenant_id: T.into(),
+            idempotency_key: Some(ids::idempotency_key(T, Kind::Pool, name)),
+            site_id: site_id.into(),
+            class: PoolClass::VpsHost,
+            gpu_model: None,
+            provider_account_id: None,
+            policy: None,
+        });
+        fleet.apply(&call).unwrap().unwrap()
+    }
+
+    fn quota(pool_id: &str, resource: &str, max: Option<u64>, if_revision: Option<u64>) -> Call {
+        Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
+            tenant_id: T.into(),
+            pool_id: pool_id.into(),
+            resource: resource.into(),
+            max,
+            if_revision,
+        })
+    }
+
+    fn offer(pool_id: &str, tenant: &str, vcpu: u64, if_revision: Option<u64>) -> Call {
+        Call::PoolOffer(PoolOffer {
+            tenant_id: T.into(),
+            pool_id: pool_id.into(),
+            tenant: tenant.into(),
+            quota: BTreeMap::from([("vcpu".to_string(), vcpu)]),
+            priority: None,
+            if_revision,
+        })
+    }
+
+    #[test]
+    fn creates_derive_ids_from_the_key_and_are_idempotent() {
+        let mut fleet = fleet();
+        let id = site(&mut fleet, "fra");
+        let key = ids::idempotency_key(T, Kind::Site, "fra");
+        assert_eq!(id, ids::derive_id(Kind::Site, "usr_ops", &key));
+        let before = fleet.clone();
+        assert_eq!(
+            site(&mut fleet, "fra"),
+            id,
+            "the same key names the same site"
+        );
+        assert_eq!(fleet, before, "a repeated create changes nothing");
+        assert_eq!(fleet.revision(Kind::Site, "fra"), Some(1));
+    }
+
+    #[test]
+    fn revisions_move_by_one_per_change_and_if_revision_guards_them() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "vps-fra", &s);
+        let update = |rev, budget| {
+            Call::PoolUpdate(PoolUpdate {
+                tenant_id: T.into(),
+                id: p.clone(),
+                if_revision: rev,
+                policy: Some(Policy {
+                    disruption_budget: budget,
+                }),
+            })
+        };
+        fleet.apply(&update(1, 0.1)).unwrap();
+        assert_eq!(fleet.revision(Kind::Pool, "vps-fra"), Some(2));
+        fleet.apply(&update(2, 0.1)).unwrap();
+        assert_eq!(
+            fleet.revision(Kind::Pool, "vps-fra"),
+            Some(2),
+            "no change, no new revision"
+        );
+        let err = fleet.apply(&update(1, 0.2)).unwrap_err();
+        assert_eq!(
+            err,
+            FleetError::Conflict {
+                kind: Kind::Pool,
+                name: "vps-fra".into(),
+                expected: 1,
+                actual: Some(2)
+            }
+        );
+        assert_eq!(err.to_string(), "pool \"vps-fra\" is at revision 2, not 1");
+    }
+
+    #[test]
+    fn owner_quota_entries_have_revisions_and_null_removes_them() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "vps-fra", &s);
+        fleet.apply(&quota(&p, "gpu", Some(8), None)).unwrap();
+        assert_eq!(fleet.revision(Kind::OwnerQuota, "vps-fra:gpu"), Some(1));
+        fleet.apply(&quota(&p, "gpu", Some(4), Some(1))).unwrap();
+        assert_eq!(fleet.revision(Kind::OwnerQuota, "vps-fra:gpu"), Some(2));
+        assert_eq!(
+            fleet.revision(Kind::Pool, "vps-fra"),
+            Some(1),
+            "the pool did not move"
+        );
+        assert!(matches!(
+            fleet.apply(&quota(&p, "gpu", None, Some(1))),
+            Err(FleetError::Conflict {
+                kind: Kind::OwnerQuota,
+                ..
+            })
+        ));
+        assert!(matches!(
+            fleet.apply(&quota(&p, "vcpu", Some(1), Some(1))),
+            Err(FleetError::Conflict { actual: None, .. })
+        ));
+        fleet.apply(&quota(&p, "gpu", None, Some(2))).unwrap();
+        assert_eq!(fleet.revision(Kind::OwnerQuota, "vps-fra:gpu"), None);
+        let exported = fleet.export().config.pools.unwrap();
+        assert_eq!(exported[0].owner_quota, Some(BTreeMap::new()));
+    }
+
+    #[test]
+    fn offers_name_known_tenants_other_than_the_owner() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "vps-fra", &s);
+        assert!(matches!(
+            fleet.apply(&offer(&p, T, 1, None)),
+            Err(FleetError::Invalid(_))
+        ));
+        assert!(matches!(
+            fleet.apply(&offer(&p, "globex", 1, None)),
+            Err(FleetError::NotFound { kind: "tenant", .. })
+        ));
+        fleet.apply(&offer(&p, "acme", 64, None)).unwrap();
+        fleet.apply(&offer(&p, "acme", 32, Some(1))).unwrap();
+        assert_eq!(fleet.revision(Kind::Offer, "vps-fra -> acme"), Some(2));
+        let unoffer = |rev| {
+            Call::PoolUnoffer(PoolUnoffer {
+                tenant_id: T.into(),
+                pool_id: p.clone(),
+                tenant: "acme".into(),
+                if_revision: rev,
+            })
+        };
+        assert!(matches!(
+            fleet.apply(&unoffer(1)),
+            Err(FleetError::Conflict { .. })
+        ));
+        fleet.apply(&unoffer(2)).unwrap();
+        assert!(matches!(
+            fleet.apply(&unoffer(2)),
+            Err(FleetError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn archive_removes_the_pool_with_its_quotas_and_offers() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "vps-fra", &s);
+        fleet.apply(&quota(&p, "gpu", Some(8), None)).unwrap();
+        fleet.apply(&offer(&p, "acme", 64, None)).unwrap();
+        let archive = Call::PoolArchive(Delete {
+            tenant_id: T.into(),
+            id: p.clone(),
+            if_revision: 1,
+        });
+        fleet.apply(&archive).unwrap();
+        let export = fleet.export();
+        assert_eq!(export.config.pools, Some(vec![]));
+        assert!(
+            export.objects.iter().all(|o| o.kind == Kind::Site),
+            "{:?}",
+            export.objects
+        );
+        assert_eq!(
+            fleet.apply(&archive),
+            Err(FleetError::NotFound {
+                kind: "pool",
+                id: p
+            })
+        );
+    }
+
+    #[test]
+    fn deletes_refuse_objects_still_in_use() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "vps-fra", &s);
+        let flavor = fleet
+            .apply(&Call::FlavorCreate(FlavorCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                pool_id: p.clone(),
+                name: "g1.small".into(),
+                vcpu: 2,
+                memory_gib: 4,
+                disk_gib: 40,
+                gpu: None,
+            }))
+            .unwrap()
+            .unwrap();
+        assert!(flavor.starts_with("flv_") && flavor.len() == 30, "{flavor}");
+        let archive = Call::PoolArchive(Delete {
+            tenant_id: T.into(),
+            id: p,
+            if_revision: 1,
+        });
+        let err = fleet.apply(&archive).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pool \"vps-fra\" is used by flavor \"vps-fra/g1.small\""
+        );
+    }
+
+    #[test]
+    fn errors_leave_the_fleet_unchanged_and_unknown_ids_are_not_found() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let before = fleet.clone();
+        let calls = [
+            Call::PoolCreate(PoolCreate {
+                tenant_id: T.into(),
+                idempotency_key: Some(ids::idempotency_key(T, Kind::Pool, "a")),
+                site_id: s,
+                class: PoolClass::VpsHost,
+                gpu_model: None,
+                provider_account_id: None,
+                policy: None,
+            }),
+            quota("pool_nope", "gpu", Some(1), None),
+        ];
+        assert_eq!(
+            fleet.apply_all(&calls),
+            Err((
+                1,
+                FleetError::NotFound {
+                    kind: "pool",
+                    id: "pool_nope".into()
+                }
+            ))
+        );
+        assert_eq!(fleet, before, "a failed apply is rolled back whole");
+        let other = Call::SiteCreate(SiteCreate {
+            tenant_id: "acme".into(),
+            idempotency_key: None,
+            kind: SiteKind::Shared,
+            region: "x".into(),
+        });
+        assert!(matches!(
+            fleet.apply(&other),
+            Err(FleetError::WrongTenant { .. })
+        ));
+    }
+
+    #[test]
+    fn export_names_by_fleet_names_or_ids_sorted_with_every_served_key() {
+        let mut fleet = Fleet::new(
+            T,
+            "usr_ops",
+            Modules {
+                vps: true,
+                sandboxes: false,
+            },
+            ["acme".to_string()],
+        );
+        let by_hand = fleet
+            .apply(&Call::SiteCreate(SiteCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                kind: SiteKind::Dedicated,
+                region: "us-east".into(),
+            }))
+            .unwrap()
+            .unwrap();
+        let fra = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "zeta", &fra);
+        pool(&mut fleet, "alpha", &by_hand);
+        fleet.apply(&offer(&p, "acme", 8, None)).unwrap();
+        let export = fleet.export();
+        assert_eq!(export.missing, vec![Section::SandboxTemplates]);
+        assert_eq!(export.tenants, vec!["acme".to_string(), "root".to_string()]);
+        let config = &export.config;
+        assert!(config.sandbox_templates.is_none());
+        assert_eq!(config.flavors, Some(vec![]));
+        assert_eq!(config.provider_accounts, Some(vec![]));
+        let mut sites = vec![
+            Site {
+                name: "fra".into(),
+                kind: SiteKind::Shared,
+                region: "eu-central".into(),
+            },
+            Site {
+                name: by_hand.clone(),
+                kind: SiteKind::Dedicated,
+                region: "us-east".into(),
+            },
+        ];
+        sites.sort_by(|a, b| a.name.cmp(&b.name));
+        assert_eq!(config.sites.as_ref().unwrap(), &sites);
+        let pools = config.pools.as_ref().unwrap();
+        assert_eq!(
+            pools
+                .iter()
+                .map(|p| (&*p.name, &*p.site))
+                .collect::<Vec<_>>(),
+            [("alpha", by_hand.as_str()), ("zeta", "fra")]
+        );
+        assert_eq!(
+            pools[1].offers,
+            Some(vec![Offer {
+                tenant: "acme".into(),
+                quota: BTreeMap::from([("vcpu".into(), 8)]),
+                priority: None
+            }])
+        );
+        let names: Vec<_> = export
+            .objects
+            .iter()
+            .map(|o| (o.kind, o.name.as_str()))
+            .collect();
+        assert!(names.contains(&(Kind::Offer, "zeta -> acme")), "{names:?}");
+        assert!(names.contains(&(Kind::Site, by_hand.as_str())));
+        let template = Call::SandboxTemplateDelete(Delete {
+            tenant_id: T.into(),
+            id: "tpl_x".into(),
+            if_revision: 1,
+        });
+        assert_eq!(
+            fleet.apply(&template),
+            Err(FleetError::Unsupported {
+                method: "sandboxTemplate.delete"
+            })
+        );
+    }
+
+    #[test]
+    fn from_document_then_export_gives_the_document_back() {
+        let doc: Document = serde_json::from_str(SEED_EXAMPLE).unwrap();
+        let fleet =
+            Fleet::from_document(T, "usr_ops", Modules::default(), ["acme".into()], &doc).unwrap();
+        let mut expected = doc.clone();
+        for pool in expected.pools.iter_mut().flatten() {
+            pool.owner_quota.get_or_insert_default();
+            pool.offers.get_or_insert_default();
+        }
+        expected
+            .pools
+            .as_mut()
+            .unwrap()
+            .sort_by(|a, b| a.name.cmp(&b.name));
+        assert_eq!(fleet.export().config, expected);
+        assert_eq!(fleet.export().objects.len(), 8);
+    }
+
+    /// The seed's example document.
+    const SEED_EXAMPLE: &str = r#"{
+      "version": 1,
+      "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+      "providerAccounts": [
+        { "name": "cloud", "provider": "hetzner-cloud",
+          "config": { "token": "secret://hetzner", "location": "fsn1" } }
+      ],
+      "pools": [
+        { "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+          "policy": { "disruptionBudget": 0.1 }, "ownerQuota": { "gpu": 8 },
+          "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }] },
+        { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
+      ],
+      "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
+      "sandboxTemplates": [
+        { "name": "py-small", "pool": "vps-fra", "flavor": "g1.small", "imageId": "ubuntu-24.04",
+          "env": { "PIP_INDEX_URL": "secret://root/sec_01k" }, "network": "private",
+          "warm": { "min": 2, "max": 4 } }
+      ]
+    }"#;
+}
