@@ -1,8 +1,30 @@
 //! The command line: parse raw flags, resolve them once, run one operation, map the outcome
 //! to an exit code.
+//!
+//! - [`config`]: where the fleet commands connect (flag > variables > configuration file).
+//! - [`client`]: the HTTP client all fleet commands share.
+//! - [`fleet`]: one thin operation per fleet command.
+//! - [`render`]: what they print, as pure functions.
+//! - [`error`]: how a command ends and the one place that picks the exit code
+//!   (0 success; 1 `PLAN_BLOCKED`, `CONFIG_DRIFT`, `FLEET_DRIFTED`, server and other errors;
+//!   2 usage errors).
 
-use clap::{Parser, Subcommand};
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod fleet;
+pub mod render;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use client::Client;
+use config::{Connection, ConnectionFlags};
+use error::CliError;
+use fleet::{Against, ApplyMode};
+use render::Style;
 
 /// better-compute: compute platform server and FleetConfig CLI.
 #[derive(Debug, Parser)]
@@ -16,21 +38,157 @@ pub struct Cli {
 enum Command {
     /// Run the server (HTTP API and web console).
     Serve(crate::server::ServeArgs),
-    /// Fleet as code: export, plan, apply, status.
+    /// Fleet as code: export, plan, apply, status, validate.
+    Fleet(FleetArgs),
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  better-compute completions bash > /etc/bash_completion.d/better-compute")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+const CONNECTION_HELP: &str = "\
+Connection: the commands act as BETTER_COMPUTE_TOKEN against --url, else BETTER_COMPUTE_URL, \
+else the configuration file (~/.config/better-compute/config.toml, or --config FILE) holding \
+`url = \"...\"` and `token = \"...\"`.
+
+Exit codes: 0 success; 1 PLAN_BLOCKED, CONFIG_DRIFT, FLEET_DRIFTED, INVALID_INPUT and server \
+errors (printed as `error: CODE: message`); 2 usage errors.";
+
+#[derive(Debug, Args)]
+#[command(after_help = CONNECTION_HELP)]
+struct FleetArgs {
+    /// The server's URL (overrides BETTER_COMPUTE_URL and the configuration file).
+    #[arg(long, global = true, value_name = "URL")]
+    url: Option<String>,
+    /// The configuration file [default: ~/.config/better-compute/config.toml].
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
-    Fleet(FleetCommand),
+    command: FleetCommand,
 }
 
 #[derive(Debug, Subcommand)]
 enum FleetCommand {
-    /// Write the tenant's fleet as a document.
-    Export,
+    /// Write the tenant's fleet as a document (refuses to overwrite a file).
+    #[command(after_help = "\
+Examples:
+  better-compute fleet export --tenant root --out fleet.json
+  better-compute fleet export --tenant root --out fleet.json --state export.json
+
+Kinds the deployment does not serve are left out and reported on standard error.")]
+    Export {
+        /// The tenant whose fleet to export.
+        #[arg(long)]
+        tenant: String,
+        /// Write the document to FILE instead of standard output; never overwrites a file.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Also write the whole export answer to FILE, for `fleet plan --state FILE`.
+        #[arg(long, value_name = "FILE")]
+        state: Option<PathBuf>,
+    },
     /// Show what applying a document would change.
-    Plan,
-    /// Apply a document.
-    Apply,
-    /// Show the applied document's drift.
-    Status,
+    #[command(after_help = "\
+Examples:
+  better-compute fleet plan fleet.json --tenant root
+  better-compute fleet plan fleet.json --tenant root --prune --calls
+  better-compute fleet plan fleet.json --tenant root --fail-on-drift    # in CI
+  better-compute fleet plan fleet.json --state export.json              # offline
+
+Prints one line per change that does something (+ create, ~ update with the differing fields,
+- delete; a blocked change starts with `!` and ends with `(blocked: why)`), the counts, and
+`planHash: <hash>` last. Exits 1 with PLAN_BLOCKED when blocked, and with FLEET_DRIFTED under
+--fail-on-drift when any call would run.")]
+    Plan {
+        #[command(flatten)]
+        document: DocumentArgs,
+        /// The tenant (not needed with --state, which names its tenant).
+        #[arg(long, required_unless_present = "state")]
+        tenant: Option<String>,
+        /// Plan offline against a saved export (`fleet export --state FILE`), no server.
+        #[arg(long, value_name = "EXPORT.json")]
+        state: Option<PathBuf>,
+        /// List the calls fleet.apply would make (method and canonical input).
+        #[arg(long)]
+        calls: bool,
+        /// Exit 1 with FLEET_DRIFTED when any call would run.
+        #[arg(long)]
+        fail_on_drift: bool,
+        /// `text` for people, `json` for tools (the plan as the server answers it).
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
+    /// Apply a document: plan, print, then apply with --yes or --plan-hash.
+    #[command(after_help = "\
+Examples:
+  better-compute fleet apply fleet.json --tenant root                    # review only
+  better-compute fleet apply fleet.json --tenant root --plan-hash <hash> # apply that plan
+  better-compute fleet apply fleet.json --tenant root --yes              # plan and apply
+
+Without --yes it prints the plan and the --plan-hash to apply that exact plan later. With
+--plan-hash it fails with CONFIG_DRIFT if the fleet moved since. When nothing would change it
+does not call fleet.apply, unless --plan-hash is given (which records the document as the
+drift baseline).")]
+    Apply {
+        #[command(flatten)]
+        document: DocumentArgs,
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Apply what was just planned, without review.
+        #[arg(long, conflicts_with = "plan_hash")]
+        yes: bool,
+        /// Apply the plan reviewed earlier, which had this planHash.
+        #[arg(long, value_name = "HASH")]
+        plan_hash: Option<String>,
+    },
+    /// Show the applied document and the drift found by the last check.
+    #[command(after_help = "\
+Examples:
+  better-compute fleet status --tenant root
+  better-compute fleet status --tenant root --fail-on-drift    # scheduled in CI
+  better-compute fleet status --tenant root --output json")]
+    Status {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Exit 1 with FLEET_DRIFTED while the recorded drift is set.
+        #[arg(long)]
+        fail_on_drift: bool,
+        /// `text` for people, `json` for tools (the server's answer).
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+    },
+    /// Validate documents offline (pre-commit hooks, CI): every problem, with its path.
+    #[command(after_help = "\
+Examples:
+  better-compute fleet validate fleet.json
+  better-compute fleet validate staging.json production.json
+
+Prints `FILE: path: message` for every problem and exits 1 (INVALID_INPUT); exits 0 when valid.")]
+    Validate {
+        /// The documents.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+struct DocumentArgs {
+    /// The fleet document (JSON).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Delete what the document's lists leave out (sites are never deleted).
+    #[arg(long)]
+    prune: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Output {
+    Text,
+    Json,
 }
 
 /// Entry point of the binary: runs the command and returns its exit code.
@@ -44,9 +202,96 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Fleet(_) => {
-            eprintln!("error: the fleet commands are not built yet");
-            ExitCode::from(2)
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "better-compute",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
         }
+        Command::Fleet(args) => error::exit(run_fleet(args)),
+    }
+}
+
+/// Resolves the fleet command's configuration once, then runs its operation.
+fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
+    let flags = ConnectionFlags {
+        url: args.url,
+        config: args.config,
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let style = Style::detect(std::io::stdout().is_terminal(), env);
+    let connect = || Client::new(Connection::resolve(&flags, env)?);
+    match args.command {
+        FleetCommand::Export { tenant, out, state } => {
+            fleet::export(&connect()?, &fleet::ExportRequest { tenant, out, state })
+        }
+        FleetCommand::Plan {
+            document,
+            tenant,
+            state,
+            calls,
+            fail_on_drift,
+            output,
+        } => {
+            let against = match (state, tenant) {
+                (Some(state), _) => Against::State(state),
+                (None, Some(tenant)) => Against::Server(tenant),
+                (None, None) => unreachable!("clap requires --tenant without --state"),
+            };
+            let request = fleet::PlanRequest {
+                file: document.file,
+                against,
+                prune: document.prune,
+                show_calls: calls,
+                fail_on_drift,
+                json: output == Output::Json,
+            };
+            fleet::plan(connect, &request, style)
+        }
+        FleetCommand::Apply {
+            document,
+            tenant,
+            yes,
+            plan_hash,
+        } => {
+            let mode = match (yes, plan_hash) {
+                (_, Some(hash)) => ApplyMode::PlanHash(hash),
+                (true, None) => ApplyMode::Yes,
+                (false, None) => ApplyMode::Review,
+            };
+            let request = fleet::ApplyRequest {
+                file: document.file,
+                tenant,
+                prune: document.prune,
+                mode,
+            };
+            fleet::apply(&connect()?, &request, style)
+        }
+        FleetCommand::Status {
+            tenant,
+            fail_on_drift,
+            output,
+        } => {
+            let request = fleet::StatusRequest {
+                tenant,
+                fail_on_drift,
+                json: output == Output::Json,
+            };
+            fleet::status(&connect()?, &request, style)
+        }
+        FleetCommand::Validate { files } => fleet::validate(&files),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

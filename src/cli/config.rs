@@ -1,0 +1,193 @@
+//! Where the fleet commands connect, resolved once: `--url` beats the variables
+//! (`BETTER_COMPUTE_URL`, `BETTER_COMPUTE_TOKEN`), which beat the configuration file
+//! (`~/.config/better-compute/config.toml`, or `--config FILE`).
+
+use super::error::CliError;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The variable holding the server's URL.
+pub const URL_VAR: &str = "BETTER_COMPUTE_URL";
+/// The variable holding the API key.
+pub const TOKEN_VAR: &str = "BETTER_COMPUTE_TOKEN";
+
+/// A server and the API key to act as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// Base URL without a trailing slash, such as `https://compute.example.com`.
+    pub url: String,
+    /// The API key sent as `Authorization: Bearer`.
+    pub token: String,
+}
+
+/// The configuration file's shape.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    url: Option<String>,
+    token: Option<String>,
+}
+
+/// What the command line says about the connection.
+#[derive(Debug, Default, Clone)]
+pub struct ConnectionFlags {
+    /// `--url`.
+    pub url: Option<String>,
+    /// `--config FILE`: a file that must exist.
+    pub config: Option<PathBuf>,
+}
+
+impl Connection {
+    /// Resolves the connection from the flags, the variables (read through `var`) and the
+    /// configuration file. A missing URL or key is a usage error that says how to give it.
+    pub fn resolve(
+        flags: &ConnectionFlags,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Connection, CliError> {
+        let var = |name: &str| var(name).filter(|value| !value.trim().is_empty());
+        let (file_path, file) = match &flags.config {
+            Some(path) => (Some(path.clone()), read_file(path, true)?),
+            None => match default_file(&var) {
+                Some(path) => {
+                    let file = read_file(&path, false)?;
+                    (Some(path), file)
+                }
+                None => (None, FileConfig::default()),
+            },
+        };
+        let file_name = file_path
+            .as_deref()
+            .map(|path| path.display().to_string())
+            .unwrap_or_else(|| "~/.config/better-compute/config.toml".to_owned());
+
+        let url = flags
+            .url
+            .clone()
+            .or_else(|| var(URL_VAR))
+            .or(file.url)
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "no server URL: pass --url URL, set {URL_VAR}, or put `url = \"https://...\"` \
+                     in {file_name}"
+                ))
+            })?;
+        let token = var(TOKEN_VAR).or(file.token).ok_or_else(|| {
+            CliError::usage(format!(
+                "no API key: set {TOKEN_VAR}, or put `token = \"...\"` in {file_name}"
+            ))
+        })?;
+        let url = url.trim().trim_end_matches('/').to_owned();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(CliError::usage(format!(
+                "the server URL {url:?} must start with http:// or https://"
+            )));
+        }
+        Ok(Connection { url, token })
+    }
+}
+
+/// `$XDG_CONFIG_HOME/better-compute/config.toml`, else `~/.config/better-compute/config.toml`.
+fn default_file(var: &impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| Path::new(&home).join(".config")))?;
+    Some(base.join("better-compute").join("config.toml"))
+}
+
+/// Reads a configuration file; a missing default file is no configuration at all.
+fn read_file(path: &Path, required: bool) -> Result<FileConfig, CliError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if !required && err.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(FileConfig::default());
+        }
+        Err(err) => {
+            return Err(CliError::usage(format!(
+                "cannot read the configuration file {}: {err}",
+                path.display()
+            )));
+        }
+    };
+    toml::from_str(&text).map_err(|err| {
+        CliError::usage(format!(
+            "the configuration file {} is not valid: {}",
+            path.display(),
+            err.message()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn resolve(
+        flags: &ConnectionFlags,
+        vars: &[(&str, &str)],
+    ) -> Result<Connection, CliError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Connection::resolve(flags, |name| vars.get(name).cloned())
+    }
+
+    fn temp_config(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn flag_beats_variable_beats_file() {
+        let (_dir, path) = temp_config("url = \"http://file\"\ntoken = \"file-token\"\n");
+        let mut flags = ConnectionFlags {
+            url: None,
+            config: Some(path),
+        };
+        let from_file = resolve(&flags, &[]).unwrap();
+        assert_eq!(from_file.url, "http://file");
+        assert_eq!(from_file.token, "file-token");
+
+        let vars = [(URL_VAR, "http://var/"), (TOKEN_VAR, "var-token")];
+        let from_vars = resolve(&flags, &vars).unwrap();
+        assert_eq!(from_vars.url, "http://var");
+        assert_eq!(from_vars.token, "var-token");
+
+        flags.url = Some("https://flag".into());
+        assert_eq!(resolve(&flags, &vars).unwrap().url, "https://flag");
+    }
+
+    #[test]
+    fn default_file_lives_under_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join(".config/better-compute");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("config.toml"), "url = \"http://home\"\ntoken = \"t\"\n")
+            .unwrap();
+        let home = dir.path().to_str().unwrap();
+        let found = resolve(&ConnectionFlags::default(), &[("HOME", home)]).unwrap();
+        assert_eq!(found.url, "http://home");
+    }
+
+    #[test]
+    fn missing_pieces_are_usage_errors_that_say_how() {
+        let err = resolve(&ConnectionFlags::default(), &[(TOKEN_VAR, "t")]).unwrap_err();
+        assert!(matches!(&err, CliError::Usage(m) if m.contains("--url") && m.contains(URL_VAR)));
+        let err = resolve(&ConnectionFlags::default(), &[(URL_VAR, "http://x")]).unwrap_err();
+        assert!(matches!(&err, CliError::Usage(m) if m.contains(TOKEN_VAR)));
+        let flags = ConnectionFlags {
+            url: None,
+            config: Some("/nonexistent/better-compute.toml".into()),
+        };
+        assert!(matches!(resolve(&flags, &[]), Err(CliError::Usage(_))));
+        let (_dir, path) = temp_config("colour = true\n");
+        let flags = ConnectionFlags {
+            url: None,
+            config: Some(path),
+        };
+        assert!(matches!(resolve(&flags, &[]), Err(CliError::Usage(m)) if m.contains("not valid")));
+    }
+}

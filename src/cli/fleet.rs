@@ -1,0 +1,462 @@
+//! The fleet commands, one thin operation each: read the inputs, call the server (or plan
+//! offline), print, and say how it ended. Exit codes are decided in [`super::error::exit`].
+
+use super::client::{ApiError, CallError, Client};
+use super::error::{CliError, code};
+use super::render::{self, Status, Style};
+use planner::{Change, Document, Export, Plan, PlanOptions, Summary};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What `fleet export` needs.
+#[derive(Debug)]
+pub struct ExportRequest {
+    /// The tenant whose fleet to export.
+    pub tenant: String,
+    /// Where the document goes; stdout when absent.
+    pub out: Option<PathBuf>,
+    /// Where the whole export answer goes (for `fleet plan --state`).
+    pub state: Option<PathBuf>,
+}
+
+/// `fleet export`: the document as pretty JSON, never over an existing file; kinds the
+/// deployment does not serve are reported on stderr.
+pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> {
+    if let (Some(out), Some(state)) = (&request.out, &request.state)
+        && out == state
+    {
+        return Err(CliError::usage("--out and --state must name different files"));
+    }
+    // Refuse before asking the server, so a mistake costs nothing.
+    for path in [&request.out, &request.state].into_iter().flatten() {
+        refuse_existing(path)?;
+    }
+    let answer: Value = client.call("fleet.export", &json!({ "tenantId": request.tenant }))?;
+    let config = answer
+        .get("config")
+        .ok_or_else(|| CliError::failed("the answer of fleet.export has no config"))?;
+    let missing: Vec<&str> = answer
+        .get("missing")
+        .and_then(Value::as_array)
+        .map(|kinds| kinds.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: this deployment does not serve {}; the export leaves them out (missing)",
+            missing.join(", ")
+        );
+    }
+    match &request.out {
+        Some(path) => write_new(path, &pretty(config))?,
+        None => print!("{}", pretty(config)),
+    }
+    if let Some(path) = &request.state {
+        write_new(path, &pretty(&answer))?;
+    }
+    if let Some(path) = &request.out {
+        eprintln!("Wrote tenant {}'s fleet to {}.", request.tenant, path.display());
+    }
+    Ok(())
+}
+
+/// Where `fleet plan` and `fleet apply` plan against.
+#[derive(Debug)]
+pub enum Against {
+    /// The server (`fleet.plan`) for this tenant.
+    Server(String),
+    /// A saved export (`fleet export --state`), offline.
+    State(PathBuf),
+}
+
+/// What `fleet plan` needs.
+#[derive(Debug)]
+pub struct PlanRequest {
+    /// The document.
+    pub file: PathBuf,
+    /// Where to plan.
+    pub against: Against,
+    /// Delete what the listed kinds leave out.
+    pub prune: bool,
+    /// List the calls.
+    pub show_calls: bool,
+    /// Fail with `FLEET_DRIFTED` when any call would run.
+    pub fail_on_drift: bool,
+    /// Print the plan as JSON.
+    pub json: bool,
+}
+
+/// `fleet plan`: validates locally, plans on the server or against a saved export, prints
+/// the changes; `PLAN_BLOCKED` when blocked, `FLEET_DRIFTED` (with `--fail-on-drift`) when any
+/// call would run.
+pub fn plan(client: impl FnOnce() -> Result<Client, CliError>, request: &PlanRequest, style: Style) -> Result<(), CliError> {
+    let (document, raw) = read_document(&request.file)?;
+    let plan = match &request.against {
+        Against::State(path) => {
+            let export = read_export(path)?;
+            planner::plan(&document, &export, PlanOptions { prune: request.prune })
+        }
+        Against::Server(tenant) => {
+            let client = client()?;
+            plan_on_server(&client, &request.file, tenant, &raw, request.prune)?
+        }
+    };
+    if request.json {
+        print!("{}", pretty(&plan));
+    } else {
+        print!("{}", render::plan(&plan, request.show_calls, style));
+    }
+    check_blocked(&plan)?;
+    if request.fail_on_drift && !plan.calls.is_empty() {
+        return Err(CliError::coded(
+            code::FLEET_DRIFTED,
+            format!(
+                "{} would run: the fleet does not match {}",
+                count(plan.calls.len(), "call"),
+                request.file.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How `fleet apply` proceeds after planning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyMode {
+    /// Print the plan and how to apply it; change nothing.
+    Review,
+    /// Apply what was just planned.
+    Yes,
+    /// Apply the plan reviewed earlier, which has this hash.
+    PlanHash(String),
+}
+
+/// What `fleet apply` needs.
+#[derive(Debug)]
+pub struct ApplyRequest {
+    /// The document.
+    pub file: PathBuf,
+    /// The tenant.
+    pub tenant: String,
+    /// Delete what the listed kinds leave out.
+    pub prune: bool,
+    /// Review, `--yes` or `--plan-hash`.
+    pub mode: ApplyMode,
+}
+
+/// The answer of `fleet.apply`.
+#[derive(Debug, Deserialize)]
+struct Applied {
+    plan: Plan,
+    applied: u64,
+}
+
+/// `fleet apply`: plans and prints the changes; then stops with the `--plan-hash` to apply
+/// later, applies what it planned (`--yes`), or applies a reviewed plan (`--plan-hash`).
+pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<(), CliError> {
+    let (_, raw) = read_document(&request.file)?;
+    let input = |plan_hash: &str| {
+        json!({
+            "tenantId": request.tenant,
+            "config": raw,
+            "prune": request.prune,
+            "planHash": plan_hash,
+        })
+    };
+    let planned = match &request.mode {
+        // The server compares the reviewed hash inside its transaction: no plan first.
+        ApplyMode::PlanHash(hash) => return apply_call(client, &input(hash), true, style),
+        ApplyMode::Review | ApplyMode::Yes => {
+            plan_on_server(client, &request.file, &request.tenant, &raw, request.prune)?
+        }
+    };
+    print!("{}", render::changes(&planned.changes, &planned.summary, style));
+    check_blocked(&planned)?;
+    let later = format!(
+        "better-compute fleet apply {} --tenant {}{} --plan-hash {}",
+        shell_word(&request.file.display().to_string()),
+        shell_word(&request.tenant),
+        if request.prune { " --prune" } else { "" },
+        planned.plan_hash
+    );
+    if planned.calls.is_empty() {
+        println!("Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged.");
+        println!("To record this document as the drift baseline anyway: {later}");
+        return Ok(());
+    }
+    match request.mode {
+        ApplyMode::Yes => apply_call(client, &input(&planned.plan_hash.0), false, style),
+        _ => {
+            println!("planHash: {}", planned.plan_hash);
+            println!("Nothing was applied. To apply this exact plan: {later}");
+            Ok(())
+        }
+    }
+}
+
+/// Calls `fleet.apply`; prints the plan it ran when `print_plan` (not printed before), and on
+/// `CONFIG_DRIFT` what the plan became.
+fn apply_call(
+    client: &Client,
+    input: &Value,
+    print_plan: bool,
+    style: Style,
+) -> Result<(), CliError> {
+    match client.call::<_, Applied>("fleet.apply", input) {
+        Ok(done) => {
+            if print_plan {
+                print!("{}", render::changes(&done.plan.changes, &done.plan.summary, style));
+            }
+            if done.plan.calls.is_empty() {
+                println!("Applied 0 calls: recorded the document as the drift baseline.");
+            } else {
+                println!("Applied {}.", count(done.applied as usize, "call"));
+            }
+            Ok(())
+        }
+        Err(CallError::Api(err)) if err.code == code::CONFIG_DRIFT => {
+            print_drift(&err, style);
+            Err(err.into())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// A `CONFIG_DRIFT` answer's details: what the plan became.
+fn print_drift(err: &ApiError, style: Style) {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Moved {
+        plan_hash: String,
+        #[serde(default)]
+        changes: Vec<Change>,
+        summary: Summary,
+    }
+    if let Ok(moved) = serde_json::from_value::<Moved>(err.details.clone()) {
+        println!("The fleet moved since the plan was reviewed; the plan is now:");
+        print!("{}", render::changes(&moved.changes, &moved.summary, style));
+        println!("planHash: {}", moved.plan_hash);
+    }
+}
+
+/// What `fleet status` needs.
+#[derive(Debug)]
+pub struct StatusRequest {
+    /// The tenant.
+    pub tenant: String,
+    /// Fail with `FLEET_DRIFTED` while the recorded drift is set.
+    pub fail_on_drift: bool,
+    /// Print the server's answer as JSON.
+    pub json: bool,
+}
+
+/// `fleet status`: who applied, when, when checked, and the drift by kind.
+pub fn status(client: &Client, request: &StatusRequest, style: Style) -> Result<(), CliError> {
+    let answer: Value = client.call("fleet.status", &json!({ "tenantId": request.tenant }))?;
+    let status: Status = serde_json::from_value(answer.clone()).map_err(|err| {
+        CliError::failed(format!("the answer of fleet.status is not what this CLI expects: {err}"))
+    })?;
+    if request.json {
+        print!("{}", pretty(&answer));
+    } else {
+        print!("{}", render::status(&status, style));
+    }
+    if request.fail_on_drift
+        && let Some(drift) = status.drift_set()
+    {
+        let checked = status
+            .applied
+            .as_ref()
+            .and_then(|applied| applied.checked_at)
+            .map(render::timestamp)
+            .unwrap_or_default();
+        let what = drift.summary.create + drift.summary.update + drift.summary.delete;
+        return Err(CliError::coded(
+            code::FLEET_DRIFTED,
+            format!(
+                "tenant {}'s fleet has drifted from the applied document ({} as of {checked})",
+                request.tenant,
+                count(what, "change")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `fleet validate`: every problem of every file, offline.
+pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
+    let mut invalid = 0;
+    for file in files {
+        match read_document(file) {
+            Ok(_) => println!("{}: valid", file.display()),
+            Err(err) if err.code() == Some(code::INVALID_INPUT) && files.len() > 1 => invalid += 1,
+            Err(err) => return Err(err),
+        }
+    }
+    if invalid > 0 {
+        return Err(CliError::coded(
+            code::INVALID_INPUT,
+            format!("{} of {} files do not validate", invalid, files.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads and validates a document: the typed document and the JSON as written (which is what
+/// the server receives). Every problem is printed as `FILE: path: message`.
+fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
+    let bytes = std::fs::read(file)
+        .map_err(|err| CliError::failed(format!("cannot read {}: {err}", file.display())))?;
+    match planner::validate(&bytes) {
+        Ok(document) => {
+            let raw = serde_json::from_slice(&bytes).map_err(|err| {
+                CliError::failed(format!("{} is not JSON: {err}", file.display()))
+            })?;
+            Ok((document, raw))
+        }
+        Err(invalid) => {
+            for problem in &invalid.problems {
+                eprintln!("{}", problem_line(file, &problem.path, &problem.message));
+            }
+            Err(CliError::coded(
+                code::INVALID_INPUT,
+                format!(
+                    "{} does not validate ({})",
+                    file.display(),
+                    count(invalid.problems.len(), "problem")
+                ),
+            ))
+        }
+    }
+}
+
+/// `FILE: path: message`, or `FILE: message` for the document's root.
+fn problem_line(file: &Path, path: &str, message: &str) -> String {
+    if path.is_empty() {
+        format!("{}: {message}", file.display())
+    } else {
+        format!("{}: {path}: {message}", file.display())
+    }
+}
+
+/// Prints the problems of a server's `INVALID_INPUT` (`details.problems`, else `details.path`).
+fn print_problems_from(err: &ApiError, file: &Path) {
+    let problems = err.details.get("problems").and_then(Value::as_array);
+    match problems {
+        Some(problems) => {
+            for problem in problems {
+                let path = problem.get("path").and_then(Value::as_str).unwrap_or("");
+                let message = problem.get("message").and_then(Value::as_str).unwrap_or("");
+                eprintln!("{}", problem_line(file, path, message));
+            }
+        }
+        None => {
+            if let Some(path) = err.details.get("path").and_then(Value::as_str) {
+                eprintln!("{}", problem_line(file, path, &err.message));
+            }
+        }
+    }
+}
+
+fn plan_on_server(
+    client: &Client,
+    file: &Path,
+    tenant: &str,
+    raw: &Value,
+    prune: bool,
+) -> Result<Plan, CliError> {
+    let input = json!({ "tenantId": tenant, "config": raw, "prune": prune });
+    client.call("fleet.plan", &input).map_err(|err| match err {
+        CallError::Api(api) => {
+            if api.code == code::INVALID_INPUT {
+                print_problems_from(&api, file);
+            }
+            api.into()
+        }
+        CallError::Transport(err) => err,
+    })
+}
+
+fn read_export(path: &Path) -> Result<Export, CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|err| CliError::failed(format!("cannot read {}: {err}", path.display())))?;
+    serde_json::from_slice(&bytes).map_err(|err| {
+        CliError::failed(format!(
+            "{} is not a saved export (write one with `fleet export --state FILE`): {err}",
+            path.display()
+        ))
+    })
+}
+
+fn check_blocked(plan: &Plan) -> Result<(), CliError> {
+    if !plan.is_blocked() {
+        return Ok(());
+    }
+    let blocked = plan.changes.iter().filter(|change| change.blocked).count();
+    Err(CliError::coded(
+        code::PLAN_BLOCKED,
+        format!(
+            "the plan is blocked: {} cannot be applied (marked !); fix the document",
+            count(blocked, "change")
+        ),
+    ))
+}
+
+fn refuse_existing(path: &Path) -> Result<(), CliError> {
+    if path.exists() {
+        return Err(CliError::failed(format!(
+            "{} already exists; refusing to overwrite it (remove it or choose another file)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes a new file; an existing one is never overwritten, even if it appeared meanwhile.
+fn write_new(path: &Path, text: &str) -> Result<(), CliError> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|err| {
+            if err.kind() == std::io::ErrorKind::AlreadyExists {
+                CliError::failed(format!(
+                    "{} already exists; refusing to overwrite it (remove it or choose another file)",
+                    path.display()
+                ))
+            } else {
+                CliError::failed(format!("cannot create {}: {err}", path.display()))
+            }
+        })?;
+    file.write_all(text.as_bytes())
+        .map_err(|err| CliError::failed(format!("writing {}: {err}", path.display())))
+}
+
+fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("JSON values always serialize");
+    text.push('\n');
+    text
+}
+
+/// `1 call`, `2 calls`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A word as a POSIX shell reads it back: bare when safe, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
