@@ -1,0 +1,529 @@
+//! One test per rule: `check(document, expect)` where `expect` lists each problem as
+//! `path: part of the message`, in order.
+
+use super::*;
+
+/// The seed's example document, which must validate clean.
+pub(crate) const SEED: &str = r#"{
+  "version": 1,
+  "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+  "providerAccounts": [
+    {
+      "name": "cloud",
+      "provider": "hetzner-cloud",
+      "config": { "token": "secret://hetzner", "location": "fsn1" }
+    }
+  ],
+  "pools": [
+    {
+      "name": "vps-fra",
+      "site": "fra",
+      "class": "vps-host",
+      "gpuModel": "L40S",
+      "policy": { "disruptionBudget": 0.1 },
+      "ownerQuota": { "gpu": 8 },
+      "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
+    },
+    { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
+  ],
+  "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
+  "sandboxTemplates": [
+    {
+      "name": "py-small",
+      "pool": "vps-fra",
+      "flavor": "g1.small",
+      "imageId": "ubuntu-24.04",
+      "env": { "PIP_INDEX_URL": "secret://root/sec_01k…" },
+      "network": "private",
+      "warm": { "min": 2, "max": 4 }
+    }
+  ]
+}"#;
+
+#[track_caller]
+fn check(input: &str, expect: &str) {
+    let problems = match validate(input.as_bytes()) {
+        Ok(_) => Vec::new(),
+        Err(invalid) => invalid.problems,
+    };
+    let expect: Vec<(&str, &str)> = expect
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.split_once(": ")
+                .unwrap_or(("", l.trim_start_matches(':')))
+        })
+        .collect();
+    let got: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}: {}", p.path, p.message))
+        .collect();
+    assert_eq!(
+        problems.len(),
+        expect.len(),
+        "problems differ:\n{}",
+        got.join("\n")
+    );
+    for (p, (path, part)) in problems.iter().zip(&expect) {
+        assert!(
+            p.path == *path && p.message.contains(part),
+            "expected `{path}: …{part}…`, got:\n{}",
+            got.join("\n")
+        );
+    }
+}
+
+/// A document with one pool holding `pool` fields merged into a valid base.
+fn pool(fields: &str) -> String {
+    format!(
+        r#"{{"version": 1, "pools": [{{"name": "p", "site": "fra", "class": "vps-host"{fields}}}]}}"#
+    )
+}
+
+fn flavor(fields: &str) -> String {
+    format!(
+        r#"{{"version": 1, "flavors": [{{"pool": "p", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0{fields}}}]}}"#
+    )
+}
+
+fn template(fields: &str) -> String {
+    format!(
+        r#"{{"version": 1, "sandboxTemplates": [{{"name": "t", "pool": "p", "flavor": "f", "imageId": "img", "network": "none"{fields}}}]}}"#
+    )
+}
+
+#[test]
+fn seed_example_is_valid() {
+    let doc = validate(SEED.as_bytes()).expect("the seed's example validates");
+    assert_eq!(doc.pools.as_ref().map(Vec::len), Some(2));
+    assert_eq!(
+        doc.pools.unwrap()[0]
+            .policy
+            .as_ref()
+            .unwrap()
+            .disruption_budget,
+        0.1
+    );
+    check(r#"{"version": 1}"#, "");
+}
+
+#[test]
+fn syntax_error_has_line_and_column() {
+    check(
+        "{\n  \"version\": 1,\n}",
+        ": not valid JSON: trailing comma at line 3 column 1",
+    );
+    check(
+        "",
+        ": not valid JSON: EOF while parsing a value at line 1 column 0",
+    );
+    check("{} x", ": trailing characters at line 1 column 4");
+}
+
+#[test]
+fn root_must_be_an_object() {
+    check("[]", ": a document must be an object, not a list");
+}
+
+#[test]
+fn version_must_be_1() {
+    check(r#"{"version": 2}"#, "version: version must be 1, not 2");
+    check(
+        r#"{"version": "1"}"#,
+        "version: version must be 1, not a string",
+    );
+    check(r#"{"sites": []}"#, r#": missing required field "version""#);
+    check(r#"{"version": 1.0}"#, "");
+}
+
+#[test]
+fn unknown_fields_anywhere() {
+    check(
+        r#"{"version": 1, "extra": true}"#,
+        r#"extra: unknown field "extra"; a document has version, sites"#,
+    );
+    check(
+        &pool(r#", "color": "red""#),
+        r#"pools[0].color: unknown field "color"; a pool has name, site"#,
+    );
+    check(
+        &pool(r#", "policy": {"disruptionBudget": 0.5, "x": 1}"#),
+        "pools[0].policy.x: unknown field",
+    );
+    check(
+        &template(r#", "warm": {"min": 1, "max": 2, "size": 3}"#),
+        "sandboxTemplates[0].warm.size: unknown field",
+    );
+}
+
+#[test]
+fn duplicate_keys() {
+    check(
+        r#"{"version": 1, "sites": [{"name": "a", "kind": "shared", "region": "r", "name": "b"}]}"#,
+        r#"sites[0].name: duplicate key "name""#,
+    );
+    check(
+        r#"{"version": 1, "version": 1}"#,
+        r#"version: duplicate key "version""#,
+    );
+    check(
+        &pool(r#", "ownerQuota": {"gpu": 1, "gpu": 2}"#),
+        r#"pools[0].ownerQuota.gpu: duplicate key "gpu""#,
+    );
+    // Past the linear scan: a big map finds repeats with a set.
+    let mut env: Vec<String> = (0..40).map(|i| format!(r#""V{i}": "x""#)).collect();
+    env.push(r#""V3": "y""#.to_owned());
+    check(
+        &template(&format!(r#", "env": {{{}}}"#, env.join(","))),
+        r#"sandboxTemplates[0].env.V3: duplicate key "V3""#,
+    );
+}
+
+#[test]
+fn missing_required_fields() {
+    check(
+        r#"{"version": 1, "sites": [{"name": "fra"}]}"#,
+        r#"
+        sites[0]: missing required field "kind"
+        sites[0]: missing required field "region"
+        "#,
+    );
+    check(
+        r#"{"version": 1, "flavors": [{"pool": "p", "name": "f"}]}"#,
+        r#"
+        flavors[0]: missing required field "vcpu"
+        flavors[0]: missing required field "memoryGiB"
+        flavors[0]: missing required field "diskGiB"
+        "#,
+    );
+    check(
+        &pool(r#", "offers": [{"tenant": "acme"}]"#),
+        r#"pools[0].offers[0]: missing required field "quota""#,
+    );
+}
+
+#[test]
+fn wrong_types() {
+    check(
+        r#"{"version": 1, "sites": {}}"#,
+        "sites: must be a list, not an object",
+    );
+    check(
+        r#"{"version": 1, "sites": [{"name": 5, "kind": "shared", "region": "r"}]}"#,
+        "sites[0].name: must be a string, not a number",
+    );
+    check(
+        r#"{"version": 1, "sites": ["fra"]}"#,
+        "sites[0]: a site must be an object, not a string",
+    );
+    check(
+        &pool(r#", "ownerQuota": [1]"#),
+        "pools[0].ownerQuota: must be an object, not a list",
+    );
+}
+
+#[test]
+fn optional_fields_may_be_null() {
+    check(
+        &pool(r#", "gpuModel": null, "policy": null, "offers": null"#),
+        "",
+    );
+    check(r#"{"version": 1, "sites": null}"#, "");
+}
+
+#[test]
+fn lists_over_1000_items() {
+    let sites: Vec<String> = (0..1001)
+        .map(|i| format!(r#"{{"name": "s{i}", "kind": "shared", "region": "r"}}"#))
+        .collect();
+    check(
+        &format!(r#"{{"version": 1, "sites": [{}]}}"#, sites.join(",")),
+        "sites: has 1001 items; a list holds at most 1000",
+    );
+    let offers: Vec<String> = (0..1001)
+        .map(|i| format!(r#"{{"tenant": "t{i}", "quota": {{}}}}"#))
+        .collect();
+    check(
+        &pool(&format!(r#", "offers": [{}]"#, offers.join(","))),
+        "pools[0].offers: has 1001 items",
+    );
+}
+
+#[test]
+fn repeated_names() {
+    check(
+        r#"{"version": 1, "sites": [
+            {"name": "fra", "kind": "shared", "region": "r"},
+            {"name": "ber", "kind": "shared", "region": "r"},
+            {"name": "fra", "kind": "dedicated", "region": "r"}]}"#,
+        r#"sites[2].name: site "fra" is repeated; sites[0] has it already"#,
+    );
+    check(
+        r#"{"version": 1, "providerAccounts": [
+            {"name": "c", "provider": "x"}, {"name": "c", "provider": "y"}]}"#,
+        r#"providerAccounts[1].name: provider account "c" is repeated"#,
+    );
+    check(
+        r#"{"version": 1, "pools": [
+            {"name": "p", "site": "s", "class": "vps-host"},
+            {"name": "p", "site": "s", "class": "vps-host"}]}"#,
+        r#"pools[1].name: pool "p" is repeated"#,
+    );
+    check(
+        r#"{"version": 1, "sandboxTemplates": [
+            {"name": "t", "pool": "p", "flavor": "f", "imageId": "i", "network": "none"},
+            {"name": "t", "pool": "p", "flavor": "f", "imageId": "i", "network": "none"}]}"#,
+        r#"sandboxTemplates[1].name: sandbox template "t" is repeated"#,
+    );
+}
+
+#[test]
+fn flavors_repeat_by_pool_and_name() {
+    check(
+        r#"{"version": 1, "flavors": [
+            {"pool": "a", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0},
+            {"pool": "b", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0},
+            {"pool": "a", "name": "f", "vcpu": 2, "memoryGiB": 1, "diskGiB": 0}]}"#,
+        r#"flavors[2].name: flavor "f" of pool "a" is repeated; flavors[0] has it already"#,
+    );
+}
+
+#[test]
+fn offers_repeat_by_tenant_within_a_pool() {
+    check(
+        &pool(r#", "offers": [{"tenant": "acme", "quota": {}}, {"tenant": "acme", "quota": {}}]"#),
+        r#"pools[0].offers[1].tenant: offer to tenant "acme" is repeated; pools[0].offers[0] has it already"#,
+    );
+    // The same tenant in two pools is fine.
+    check(
+        r#"{"version": 1, "pools": [
+            {"name": "a", "site": "s", "class": "vps-host", "offers": [{"tenant": "acme", "quota": {}}]},
+            {"name": "b", "site": "s", "class": "vps-host", "offers": [{"tenant": "acme", "quota": {}}]}]}"#,
+        "",
+    );
+}
+
+#[test]
+fn name_syntax() {
+    let bad = |name: &str| {
+        format!(
+            r#"{{"version": 1, "sites": [{{"name": "{name}", "kind": "shared", "region": "r"}}]}}"#
+        )
+    };
+    for name in ["Fra", "-fra", ".x", "", "a b", "é", &"a".repeat(64)] {
+        check(&bad(name), "sites[0].name: is not a valid name");
+    }
+    for name in ["fra", "0", "a.b_c-d", "pool_01jxyz", &"a".repeat(63)] {
+        check(&bad(name), "");
+    }
+}
+
+#[test]
+fn references_have_name_syntax() {
+    check(
+        r#"{"version": 1, "pools": [{"name": "p", "site": "Fra", "class": "provider", "providerAccount": "C"}]}"#,
+        r#"
+        pools[0].site: "Fra" is not a valid name
+        pools[0].providerAccount: "C" is not a valid name
+        "#,
+    );
+    check(
+        &flavor("").replace(r#""pool": "p""#, r#""pool": "P""#),
+        "flavors[0].pool: is not a valid name",
+    );
+    check(
+        &template("").replace(r#""flavor": "f""#, r#""flavor": "F/1""#),
+        "sandboxTemplates[0].flavor: is not a valid name",
+    );
+    check(
+        &pool(r#", "offers": [{"tenant": "ACME", "quota": {}}]"#),
+        "pools[0].offers[0].tenant: is not a valid name",
+    );
+}
+
+#[test]
+fn resource_syntax() {
+    check(
+        &pool(r#", "ownerQuota": {"1gpu": 1, "nvidia.com/gpu": 1, "a.b": 1, "G_p-u": 2}"#),
+        r#"
+        pools[0].ownerQuota.1gpu: "1gpu" is not a valid resource name
+        pools[0].ownerQuota["nvidia.com/gpu"]: is not a valid resource name
+        "#,
+    );
+    check(
+        &pool(&format!(r#", "ownerQuota": {{"{}": 1}}"#, "a".repeat(65))),
+        "pools[0].ownerQuota.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: is not a valid resource name",
+    );
+    check(
+        &pool(&format!(r#", "ownerQuota": {{"{}": 1}}"#, "a".repeat(64))),
+        "",
+    );
+}
+
+#[test]
+fn quota_maxima_are_integers_of_0_or_more() {
+    check(
+        &pool(
+            r#", "offers": [{"tenant": "acme", "quota": {"vcpu": 1.5, "gpu": -1, "ram": 18446744073709551616, "disk": "1"}}]"#,
+        ),
+        r#"
+        pools[0].offers[0].quota.vcpu: must be an integer of 0 or more, not 1.5
+        pools[0].offers[0].quota.gpu: must be an integer of 0 or more, not -1
+        pools[0].offers[0].quota.ram: must be an integer of 0 or more, not 18446744073709552000
+        pools[0].offers[0].quota.disk: must be an integer of 0 or more, not a string
+        "#,
+    );
+    check(
+        &pool(r#", "ownerQuota": {"gpu": 0, "ram": 18446744073709551615, "x": 2.0}"#),
+        "",
+    );
+}
+
+#[test]
+fn flavor_ranges() {
+    check(
+        &flavor("")
+            .replace(r#""vcpu": 1"#, r#""vcpu": 0"#)
+            .replace(r#""memoryGiB": 1"#, r#""memoryGiB": 0"#)
+            .replace(r#""diskGiB": 0"#, r#""diskGiB": -1"#),
+        r#"
+        flavors[0].vcpu: must be an integer from 1 to 4294967295, not 0
+        flavors[0].memoryGiB: must be an integer from 1 to 4294967295, not 0
+        flavors[0].diskGiB: must be an integer from 0 to 4294967295, not -1
+        "#,
+    );
+    check(
+        &flavor(r#", "gpu": 4294967296"#),
+        "flavors[0].gpu: must be an integer from 0 to 4294967295",
+    );
+    check(&flavor(r#", "gpu": 0"#), "");
+}
+
+#[test]
+fn disruption_budget_in_0_to_1() {
+    check(
+        &pool(r#", "policy": {"disruptionBudget": 1.5}"#),
+        "pools[0].policy.disruptionBudget: must be a number from 0 to 1, not 1.5",
+    );
+    check(
+        &pool(r#", "policy": {"disruptionBudget": "half"}"#),
+        "pools[0].policy.disruptionBudget: must be a number from 0 to 1, not a string",
+    );
+    check(
+        &pool(r#", "policy": {}"#),
+        r#"pools[0].policy: missing required field "disruptionBudget""#,
+    );
+    check(&pool(r#", "policy": {"disruptionBudget": 0}"#), "");
+    check(&pool(r#", "policy": {"disruptionBudget": 1}"#), "");
+}
+
+#[test]
+fn enumerations() {
+    check(
+        r#"{"version": 1, "sites": [{"name": "s", "kind": "big", "region": "r"}]}"#,
+        r#"sites[0].kind: must be "shared" or "dedicated", not "big""#,
+    );
+    check(
+        &pool("").replace("vps-host", "gpu-host"),
+        r#"pools[0].class: must be "vps-host", "sandbox-host" or "provider", not "gpu-host""#,
+    );
+    check(
+        &template("").replace(r#""none""#, r#""open""#),
+        r#"sandboxTemplates[0].network: must be "private", "public" or "none", not "open""#,
+    );
+}
+
+#[test]
+fn provider_account_iff_class_provider() {
+    check(
+        &pool("").replace("vps-host", "provider"),
+        r#"pools[0]: missing required field "providerAccount""#,
+    );
+    check(
+        &pool(r#", "providerAccount": "cloud""#),
+        r#"pools[0].providerAccount: only a pool of class "provider" has a provider account"#,
+    );
+    check(
+        &pool(r#", "providerAccount": "cloud""#).replace("vps-host", "provider"),
+        "",
+    );
+}
+
+#[test]
+fn warm_min_at_most_max() {
+    check(
+        &template(r#", "warm": {"min": 5, "max": 4}"#),
+        "sandboxTemplates[0].warm: min (5) must not be greater than max (4)",
+    );
+    check(&template(r#", "warm": {"min": 4, "max": 4}"#), "");
+}
+
+#[test]
+fn priority_is_an_integer() {
+    check(
+        &pool(r#", "offers": [{"tenant": "acme", "quota": {}, "priority": 1.5}]"#),
+        "pools[0].offers[0].priority: must be a whole number (64-bit), not 1.5",
+    );
+    check(
+        &pool(r#", "offers": [{"tenant": "acme", "quota": {}, "priority": -3}]"#),
+        "",
+    );
+}
+
+#[test]
+fn secret_keys_hold_references() {
+    check(
+        r#"{"version": 1, "providerAccounts": [{"name": "c", "provider": "x", "config": {
+            "apiToken": "hunter2", "PASSWORD": "env://1BAD", "ssh_key": "vault://", "Credentials": "s3cr3t",
+            "region": "plain is fine", "mySecret": "secret://ok", "api_key": "env://API_KEY", "k": "vault://a/b"}}]}"#,
+        r#"
+        providerAccounts[0].config.apiToken: "apiToken" looks like a secret
+        providerAccounts[0].config.PASSWORD: looks like a secret
+        providerAccounts[0].config.ssh_key: looks like a secret
+        providerAccounts[0].config.Credentials: looks like a secret
+        "#,
+    );
+    check(
+        &template(r#", "env": {"GITHUB_TOKEN": "ghp_abc", "HOME": "/root"}"#),
+        "sandboxTemplates[0].env.GITHUB_TOKEN: looks like a secret",
+    );
+    // The message never repeats the value.
+    let err = validate(template(r#", "env": {"TOKEN": "hunter2"}"#).as_bytes()).unwrap_err();
+    assert!(!err.problems[0].message.contains("hunter2"));
+}
+
+#[test]
+fn string_maps_hold_strings() {
+    check(
+        &template(r#", "env": {"A": 1, "B": null}"#),
+        r#"
+        sandboxTemplates[0].env.A: must be a string, not a number
+        sandboxTemplates[0].env.B: must be a string, not null
+        "#,
+    );
+}
+
+#[test]
+fn every_problem_in_document_order() {
+    check(
+        r#"{"version": 3, "sites": [{"name": "Fra", "kind": "x", "region": "r"}],
+            "pools": [{"name": "p", "site": "s", "class": "vps-host", "ownerQuota": {"gpu": -1}}],
+            "bogus": 1}"#,
+        r#"
+        version: must be 1
+        sites[0].name: not a valid name
+        sites[0].kind: must be
+        pools[0].ownerQuota.gpu: must be an integer
+        bogus: unknown field
+        "#,
+    );
+}
+
+#[test]
+fn helpers() {
+    assert!(looks_secret("x-API-Key") && looks_secret("CREDENTIAL") && !looks_secret("ke_y"));
+    assert!(is_secret_reference("env://_A1") && !is_secret_reference("env://A-B"));
+    assert!(is_secret_reference("secret://x") && !is_secret_reference("secret:/x"));
+    assert!(is_resource("a") && !is_resource("_a") && !is_resource(""));
+}
