@@ -1,20 +1,224 @@
-//! The server: HTTP API and the console's static files.
+//! The server: HTTP API (axum), storage (sqlx over SQLite or PostgreSQL), IAM and audit,
+//! the platform objects' methods, the fleet methods, and the console's static files.
+//!
+//! - [`db`]: the pool, the migrations (named as modules name them), transactions and locks.
+//! - [`error`]: the one error type and its envelope.
+//! - [`iam`]: tenants, principals, API keys, grants, the permission decision, audit rows.
+//! - [`objects`]: provider accounts, sites, pools, flavors, sandbox templates; every write
+//!   runs through `objects::execute` inside a transaction it is given.
+//! - [`fleet`]: `fleet.export|plan|apply|status`, on the planner crate.
+//! - [`api`]: the dispatch table, the HTTP handler and the generated OpenAPI document.
+//! - [`demo`]: `--demo`'s seed.
+
+pub mod api;
+pub mod db;
+pub mod demo;
+pub mod error;
+pub mod fleet;
+pub mod iam;
+pub mod objects;
 
 use anyhow::Context as _;
-use axum::{Json, Router, routing::get};
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::{Json, Router};
+use db::{Db, Modules};
+use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 use tower_http::services::{ServeDir, ServeFile};
+use tower_http::trace::TraceLayer;
 
-/// Flags of `better-compute serve`.
-#[derive(Debug, clap::Args)]
+/// The largest request body accepted (a maximal document fits with room to spare).
+pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Flags of `better-compute serve`; each overrides the `--config` file and falls back on a
+/// `BETTER_COMPUTE_*` variable.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free port, printed at start).
-    #[arg(long, env = "BETTER_COMPUTE_LISTEN", default_value = "127.0.0.1:8080")]
+    /// Address to listen on [default: 127.0.0.1:8080] (port 0 picks a free port, printed at
+    /// start).
+    #[arg(long, env = "BETTER_COMPUTE_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Database URL: sqlite://PATH (created if missing) or postgres://...
+    /// [default: sqlite://data/fleet.db]
+    #[arg(long, env = "BETTER_COMPUTE_DATABASE")]
+    pub database: Option<String>,
+    /// TOML configuration file (listen, database, driftEvery, consoleDir, [modules] vps,
+    /// sandboxes).
+    #[arg(long, env = "BETTER_COMPUTE_SERVER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// How often the drift check runs, such as 15m or 2s [default: 15m].
+    #[arg(long, env = "BETTER_COMPUTE_DRIFT_EVERY")]
+    pub drift_every: Option<String>,
+    /// Folder of the console's Trunk build, served at `/` [default: dist].
+    #[arg(long, env = "BETTER_COMPUTE_CONSOLE_DIR")]
+    pub console_dir: Option<PathBuf>,
+    /// Run the vps module (provider accounts, flavors) [default: true].
+    #[arg(long, env = "BETTER_COMPUTE_VPS")]
+    pub vps: Option<bool>,
+    /// Run sandboxes (the vps module's v0.5 migrations: sandbox templates) [default: true].
+    #[arg(long, env = "BETTER_COMPUTE_SANDBOXES")]
+    pub sandboxes: Option<bool>,
+    /// Seed a small demo fleet and the tenants acme and globex.
+    #[arg(long, env = "BETTER_COMPUTE_DEMO")]
+    pub demo: bool,
+    /// Write the first administrator's API key here (mode 0600) instead of printing it.
+    #[arg(long, env = "BETTER_COMPUTE_ADMIN_KEY_FILE")]
+    pub admin_key_file: Option<PathBuf>,
+    /// Let webhooks target loopback and private addresses (tests, local development).
+    #[arg(long, env = "BETTER_COMPUTE_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
+}
+
+/// The `--config` file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<SocketAddr>,
+    database: Option<String>,
+    #[serde(alias = "drift_every", alias = "drift-every")]
+    drift_every: Option<String>,
+    #[serde(alias = "console_dir", alias = "console-dir")]
+    console_dir: Option<PathBuf>,
+    #[serde(default)]
+    modules: FileModules,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileModules {
+    vps: Option<bool>,
+    sandboxes: Option<bool>,
+}
+
+/// The server's configuration, resolved once: flags, then variables, then the file, then
+/// defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address.
     pub listen: SocketAddr,
-    /// Folder of the console's Trunk build, served at `/`.
-    #[arg(long, env = "BETTER_COMPUTE_CONSOLE_DIR", default_value = "dist")]
+    /// Database URL.
+    pub database: String,
+    /// Modules served.
+    pub modules: Modules,
+    /// How often the drift check runs.
+    pub drift_every: Duration,
+    /// Console files.
     pub console_dir: PathBuf,
+    /// Seed the demo fleet.
+    pub demo: bool,
+    /// Where to write the first administrator's key.
+    pub admin_key_file: Option<PathBuf>,
+    /// Webhooks may target private addresses.
+    pub webhook_allow_private: bool,
+}
+
+impl Config {
+    /// Resolves flags over the `--config` file over defaults.
+    pub fn resolve(args: ServeArgs) -> anyhow::Result<Config> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let drift = args
+            .drift_every
+            .or(file.drift_every)
+            .unwrap_or_else(|| "15m".into());
+        let drift_every = humantime::parse_duration(&drift)
+            .with_context(|| format!("driftEvery {drift:?} is not a duration such as 15m or 2s"))?;
+        anyhow::ensure!(!drift_every.is_zero(), "driftEvery must be more than 0");
+        let vps = args.vps.or(file.modules.vps).unwrap_or(true);
+        Ok(Config {
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            database: args
+                .database
+                .or(file.database)
+                .unwrap_or_else(|| "sqlite://data/fleet.db".into()),
+            modules: Modules {
+                vps,
+                sandboxes: vps && args.sandboxes.or(file.modules.sandboxes).unwrap_or(true),
+            },
+            drift_every,
+            console_dir: args
+                .console_dir
+                .or(file.console_dir)
+                .unwrap_or_else(|| "dist".into()),
+            demo: args.demo,
+            admin_key_file: args.admin_key_file,
+            webhook_allow_private: args.webhook_allow_private,
+        })
+    }
+}
+
+/// A fault injected for tests of atomicity: `BETTER_COMPUTE_FAULT=apply-stale:N` makes the
+/// N-th call (from 0) of the next apply carry a stale `ifRevision`, once per process.
+#[derive(Debug, Default)]
+pub struct Fault {
+    stale_at: Option<usize>,
+    fired: AtomicBool,
+}
+
+impl Fault {
+    fn from_env() -> Fault {
+        let stale_at = std::env::var("BETTER_COMPUTE_FAULT")
+            .ok()
+            .and_then(|v| v.strip_prefix("apply-stale:").and_then(|n| n.parse().ok()));
+        Fault {
+            stale_at,
+            fired: AtomicBool::new(false),
+        }
+    }
+
+    /// The call to run instead of `call`, when the fault fires here.
+    pub fn before_call(&self, index: usize, call: &planner::Call) -> Option<planner::Call> {
+        use planner::Call::*;
+        if self.stale_at != Some(index) || self.fired.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let mut call = call.clone();
+        match &mut call {
+            ProviderAccountUpdate(i) => i.if_revision += 1,
+            PoolUpdate(i) => i.if_revision += 1,
+            FlavorUpdate(i) => i.if_revision += 1,
+            SandboxTemplateUpdate(i) => i.if_revision += 1,
+            PoolUnoffer(i) => i.if_revision += 1,
+            ProviderAccountDelete(i)
+            | PoolArchive(i)
+            | FlavorDelete(i)
+            | SandboxTemplateDelete(i) => i.if_revision += 1,
+            PoolSetOwnerQuota(i) => i.if_revision = Some(i.if_revision.unwrap_or(0) + 1),
+            PoolOffer(i) => i.if_revision = Some(i.if_revision.unwrap_or(0) + 1),
+            _ => return None,
+        }
+        Some(call)
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub db: Db,
+    /// Modules served.
+    pub modules: Modules,
+    /// The resolved configuration.
+    pub config: Arc<Config>,
+    /// The API's methods.
+    pub methods: Arc<Vec<api::Method>>,
+    /// Test fault injection.
+    pub fault: Arc<Fault>,
 }
 
 /// Runs the server until interrupted.
@@ -25,17 +229,54 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    tokio::runtime::Runtime::new()?.block_on(serve(args))
+    let config = Config::resolve(args)?;
+    tokio::runtime::Runtime::new()?.block_on(serve(config))
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(args.listen)
+/// Opens the database (migrating it), bootstraps IAM, and returns the shared state.
+pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
+    let db = Db::open(&config.database, config.modules)
         .await
-        .with_context(|| format!("binding {}", args.listen))?;
+        .with_context(|| format!("opening the database {}", redact(&config.database)))?;
+    let admin_key = iam::bootstrap(&db)
+        .await
+        .context("creating the root tenant")?;
+    let state = AppState {
+        db,
+        modules: config.modules,
+        config: Arc::new(config),
+        methods: Arc::new(api::methods()),
+        fault: Arc::new(Fault::from_env()),
+    };
+    Ok((state, admin_key))
+}
+
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***{}", &url[..s], &url[at..]),
+        _ => url.to_string(),
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let (state, admin_key) = open(config).await?;
+    let config = state.config.clone();
+    if let Some(key) = admin_key {
+        match &config.admin_key_file {
+            Some(path) => write_key_file(path, &key)?,
+            None => println!("admin api key: {key}"),
+        }
+    }
+    if config.demo {
+        demo::seed(&state).await.context("seeding the demo fleet")?;
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     // Scripts and tests read this line to learn the port.
     println!("listening on http://{addr}");
-    axum::serve(listener, router(&args))
+    axum::serve(listener, router(state))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
@@ -43,11 +284,37 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("serving HTTP")
 }
 
-fn router(args: &ServeArgs) -> Router {
-    let index = args.console_dir.join("index.html");
+fn write_key_file(path: &std::path::Path, key: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    writeln!(file, "{key}").with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The HTTP routes: the API, its OpenAPI document, health, and the console.
+pub fn router(state: AppState) -> Router {
+    let index = state.config.console_dir.join("index.html");
+    let openapi = Arc::new(api::openapi(&state.methods));
     Router::new()
         .route("/api/health", get(health))
-        .fallback_service(ServeDir::new(&args.console_dir).fallback(ServeFile::new(index)))
+        .route(
+            "/api/openapi.json",
+            get(move || {
+                let doc = openapi.clone();
+                async move { Json((*doc).clone()) }
+            }),
+        )
+        .route("/api/{method}", get(api::handle).post(api::handle))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state.clone())
+        .fallback_service(ServeDir::new(&state.config.console_dir).fallback(ServeFile::new(index)))
 }
 
 async fn health() -> Json<serde_json::Value> {

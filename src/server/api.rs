@@ -1,0 +1,441 @@
+//! The HTTP API: one dispatch table (method name -> handler, permission), which also
+//! generates the OpenAPI 3.1 document; `POST /api/<method>` (reads also `GET`).
+
+use super::AppState;
+use super::error::{ApiError, Code};
+use super::iam::{self, Caller};
+use super::{fleet, objects};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method as HttpMethod, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+/// The future a method returns.
+pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+/// A method's handler: state, caller, method name, input JSON bytes.
+pub type Handler = for<'a> fn(&'a AppState, &'a Caller, &'a str, &'a [u8]) -> BoxFut<'a>;
+
+/// One API method.
+pub struct Method {
+    /// `pool.update`.
+    pub name: &'static str,
+    /// The permission it decides, and where (documentation; the handler decides it).
+    pub permission: &'static str,
+    /// `tenant` (the input's tenant scope), `root` or `compute-fleet/global`.
+    pub scope: &'static str,
+    /// A read: also served on GET, never writes.
+    pub read: bool,
+    /// One line for people.
+    pub summary: &'static str,
+    /// The JSON Schema of the input.
+    pub input: fn() -> Value,
+    /// The handler.
+    pub run: Handler,
+}
+
+fn schema<T: schemars::JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// Schema of a call method's input: the planner's input types carry no JSON Schema yet, so
+/// the document names the type and the fields every call shares.
+fn call_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "The planner's input type of this call (planner::calls; docs/contracts.md, \"Calls\").",
+        "required": ["tenantId"],
+        "properties": { "tenantId": { "type": "string" } },
+    })
+}
+
+fn run_call<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
+    Box::pin(async move {
+        let input: Value = iam::parse(b)?;
+        objects::call_http(s, c, m, input).await
+    })
+}
+
+fn run_read<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
+    Box::pin(objects::read(s, c, m, b))
+}
+
+macro_rules! handler {
+    ($f:path) => {{
+        fn h<'a>(s: &'a AppState, c: &'a Caller, _m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
+            Box::pin($f(s, c, b))
+        }
+        h
+    }};
+}
+
+macro_rules! call {
+    ($name:literal, $perm:literal, $summary:literal) => {
+        Method {
+            name: $name,
+            permission: $perm,
+            scope: "tenant",
+            read: false,
+            summary: $summary,
+            input: call_schema,
+            run: run_call,
+        }
+    };
+}
+
+macro_rules! reads {
+    ($kind:literal, $perm:literal) => {
+        [
+            Method {
+                name: concat!($kind, ".list"),
+                permission: $perm,
+                scope: "tenant",
+                read: true,
+                summary: concat!("Lists the tenant's ", $kind, " objects."),
+                input: schema::<objects::ListInput>,
+                run: run_read,
+            },
+            Method {
+                name: concat!($kind, ".get"),
+                permission: $perm,
+                scope: "tenant",
+                read: true,
+                summary: concat!("Reads one ", $kind, "."),
+                input: schema::<objects::GetInput>,
+                run: run_read,
+            },
+        ]
+    };
+}
+
+/// Every method of the API.
+pub fn methods() -> Vec<Method> {
+    let mut all = vec![
+        Method {
+            name: "fleet.export",
+            permission: iam::FLEET_ADMIN,
+            scope: iam::FLEET_SCOPE,
+            read: true,
+            summary: "The tenant's fleet as a document, with what planning needs.",
+            input: schema::<fleet::TenantInput>,
+            run: handler!(fleet::export),
+        },
+        Method {
+            name: "fleet.plan",
+            permission: iam::FLEET_ADMIN,
+            scope: iam::FLEET_SCOPE,
+            read: false,
+            summary: "Diffs a document against the fleet; changes nothing.",
+            input: schema::<fleet::PlanInput>,
+            run: handler!(fleet::plan),
+        },
+        Method {
+            name: "fleet.apply",
+            permission: iam::FLEET_ADMIN,
+            scope: iam::FLEET_SCOPE,
+            read: false,
+            summary: "Applies a document's plan in one transaction (and decides every call).",
+            input: schema::<fleet::ApplyInput>,
+            run: handler!(fleet::apply_http),
+        },
+        Method {
+            name: "fleet.status",
+            permission: iam::FLEET_ADMIN,
+            scope: iam::FLEET_SCOPE,
+            read: true,
+            summary: "The applied document and the drift as of the last check.",
+            input: schema::<fleet::TenantInput>,
+            run: handler!(fleet::status),
+        },
+        Method {
+            name: "tenant.create",
+            permission: "iam:tenant:create",
+            scope: "root",
+            read: false,
+            summary: "Creates a tenant.",
+            input: schema::<iam::TenantCreate>,
+            run: handler!(iam::tenant_create),
+        },
+        Method {
+            name: "tenant.list",
+            permission: "iam:tenant:read",
+            scope: "root",
+            read: true,
+            summary: "Lists tenants.",
+            input: schema::<iam::Empty>,
+            run: handler!(iam::tenant_list),
+        },
+        Method {
+            name: "serviceAccount.create",
+            permission: "iam:serviceAccount:create",
+            scope: "tenant",
+            read: false,
+            summary: "Creates a service account.",
+            input: schema::<iam::ServiceAccountCreate>,
+            run: handler!(iam::service_account_create),
+        },
+        Method {
+            name: "apiKey.create",
+            permission: "iam:apiKey:create",
+            scope: "tenant",
+            read: false,
+            summary: "Creates an API key for a principal; the key is answered once.",
+            input: schema::<iam::ApiKeyCreate>,
+            run: handler!(iam::api_key_create),
+        },
+        Method {
+            name: "apiKey.revoke",
+            permission: "iam:apiKey:revoke",
+            scope: "tenant",
+            read: false,
+            summary: "Revokes an API key.",
+            input: schema::<iam::TenantObject>,
+            run: handler!(iam::api_key_revoke),
+        },
+        Method {
+            name: "grant.create",
+            permission: "iam:grant:create",
+            scope: "tenant",
+            read: false,
+            summary: "Grants a permission on a scope to a principal.",
+            input: schema::<iam::GrantCreate>,
+            run: handler!(iam::grant_create),
+        },
+        Method {
+            name: "grant.delete",
+            permission: "iam:grant:delete",
+            scope: "tenant",
+            read: false,
+            summary: "Deletes a grant.",
+            input: schema::<iam::TenantObject>,
+            run: handler!(iam::grant_delete),
+        },
+        Method {
+            name: "audit.list",
+            permission: "iam:audit:read",
+            scope: "tenant",
+            read: true,
+            summary: "The tenant's audit rows, newest first.",
+            input: schema::<iam::AuditList>,
+            run: handler!(iam::audit_list),
+        },
+        call!(
+            "providerAccount.create",
+            "vps:providerAccount:create",
+            "Creates a provider account."
+        ),
+        call!(
+            "providerAccount.update",
+            "vps:providerAccount:update",
+            "Replaces a provider account's config."
+        ),
+        call!(
+            "providerAccount.delete",
+            "vps:providerAccount:delete",
+            "Deletes a provider account."
+        ),
+        call!("site.create", "compute:site:create", "Creates a site."),
+        call!("pool.create", "compute:pool:create", "Creates a pool."),
+        call!(
+            "pool.update",
+            "compute:pool:update",
+            "Sets a pool's policy."
+        ),
+        call!(
+            "pool.setOwnerQuota",
+            "compute:pool:quota",
+            "Sets or removes one owner quota entry."
+        ),
+        call!(
+            "pool.offer",
+            "compute:pool:offer",
+            "Offers a pool to a tenant with a quota."
+        ),
+        call!("pool.unoffer", "compute:pool:offer", "Withdraws an offer."),
+        call!(
+            "pool.archive",
+            "compute:pool:archive",
+            "Archives a pool with its quotas and offers."
+        ),
+        call!("flavor.create", "vps:flavor:create", "Creates a flavor."),
+        call!(
+            "flavor.update",
+            "vps:flavor:update",
+            "Replaces a flavor's sizes."
+        ),
+        call!("flavor.delete", "vps:flavor:delete", "Deletes a flavor."),
+        call!(
+            "sandboxTemplate.create",
+            "vps:sandboxTemplate:create",
+            "Creates a sandbox template."
+        ),
+        call!(
+            "sandboxTemplate.update",
+            "vps:sandboxTemplate:update",
+            "Replaces a sandbox template's mutable state."
+        ),
+        call!(
+            "sandboxTemplate.delete",
+            "vps:sandboxTemplate:delete",
+            "Deletes a sandbox template."
+        ),
+    ];
+    for pair in [
+        reads!("site", "compute:site:read"),
+        reads!("pool", "compute:pool:read"),
+        reads!("providerAccount", "vps:providerAccount:read"),
+        reads!("flavor", "vps:flavor:read"),
+        reads!("sandboxTemplate", "vps:sandboxTemplate:read"),
+    ] {
+        all.extend(pair);
+    }
+    all
+}
+
+/// `GET /api/openapi.json`: generated from [`methods`].
+pub fn openapi(methods: &[Method]) -> Value {
+    let mut paths = Map::new();
+    for m in methods {
+        let scope = match m.scope {
+            "tenant" => "the input tenant's scope (tenants/<tenantId>)".to_string(),
+            "root" => "tenants/root".to_string(),
+            s => s.to_string(),
+        };
+        let op = |verb: &str| {
+            let mut op = json!({
+                "operationId": if verb == "get" { format!("{}.get", m.name) } else { m.name.to_string() },
+                "summary": m.summary,
+                "description": format!("Decides {} on {scope}.", m.permission),
+                "x-permission": m.permission,
+                "security": [{ "bearer": [] }],
+                "responses": {
+                    "200": { "description": "The method's output.", "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "default": { "description": "An error.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                },
+            });
+            if verb == "post" {
+                op["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": (m.input)() } } });
+            } else {
+                op["description"] = json!(format!(
+                    "Decides {} on {scope}. The input's fields as query parameters.",
+                    m.permission
+                ));
+            }
+            op
+        };
+        let mut item = Map::new();
+        item.insert("post".into(), op("post"));
+        if m.read {
+            item.insert("get".into(), op("get"));
+        }
+        paths.insert(format!("/api/{}", m.name), Value::Object(item));
+    }
+    paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "responses": { "200": { "description": "`{\"status\":\"ok\"}`" } } } }));
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": "better-compute", "version": env!("CARGO_PKG_VERSION"), "description": "A small compute-platform server with FleetConfig. Every method is POST /api/<method> with its input as the JSON body." },
+        "paths": paths,
+        "components": {
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer", "description": "An API key, bc_..." } },
+            "schemas": { "Error": {
+                "type": "object", "required": ["error"],
+                "properties": { "error": { "type": "object", "required": ["code", "message", "details"], "properties": {
+                    "code": { "enum": ["INVALID_INPUT", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFIG_DRIFT", "PLAN_BLOCKED", "CONFLICT", "PAYLOAD_TOO_LARGE", "RATE_LIMITED", "UNSUPPORTED", "INTERNAL"] },
+                    "message": { "type": "string" },
+                    "details": { "type": "object" },
+                } } },
+            } },
+        },
+    })
+}
+
+/// Query parameters become the input object; `limit` is a number.
+fn query_input(pairs: Vec<(String, String)>) -> Vec<u8> {
+    let mut map = Map::new();
+    for (k, v) in pairs {
+        let value = match (k.as_str(), v.parse::<u64>()) {
+            ("limit", Ok(n)) => json!(n),
+            _ => Value::String(v),
+        };
+        map.insert(k, value);
+    }
+    Value::Object(map).to_string().into_bytes()
+}
+
+/// `POST|GET /api/<method>`.
+pub async fn handle(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    verb: HttpMethod,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let started = Instant::now();
+    let result = dispatch(&state, &name, &verb, &headers, query, body).await;
+    let status = match &result {
+        Ok(_) => StatusCode::OK,
+        Err(e) => e.code.status(),
+    };
+    tracing::info!(method = %name, http = %verb, status = status.as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "api call");
+    match result {
+        Ok(value) => Json(value).into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn dispatch(
+    state: &AppState,
+    name: &str,
+    verb: &HttpMethod,
+    headers: &HeaderMap,
+    query: Vec<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Value, ApiError> {
+    let method = state
+        .methods
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            ApiError::with(
+                Code::NotFound,
+                format!("unknown method {name:?}"),
+                json!({ "method": name }),
+            )
+        })?;
+    let input = if verb == HttpMethod::GET {
+        if !method.read {
+            return Err(ApiError::invalid(
+                "",
+                format!("{name} changes state: use POST"),
+            ));
+        }
+        query_input(query)
+    } else {
+        let body = body.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    Code::PayloadTooLarge,
+                    format!("the request body is over {} bytes", super::BODY_LIMIT),
+                )
+            } else {
+                ApiError::invalid("", rejection.body_text())
+            }
+        })?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            b"{}".to_vec()
+        } else {
+            body.to_vec()
+        }
+    };
+    let auth = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok());
+    let caller = iam::authenticate(state, auth).await?;
+    (method.run)(state, &caller, method.name, &input).await
+}

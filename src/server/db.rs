@@ -1,0 +1,297 @@
+//! Storage: one sqlx `Any` pool over embedded SQLite or PostgreSQL, the migrations, and the
+//! helpers every module's queries share.
+//!
+//! The SQL is written once for both databases: `$N` placeholders (SQLite accepts them too),
+//! `TEXT` for ids and JSON, `BIGINT` for integers, booleans and Unix-millisecond times.
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyConnection, AnyPool, Connection as _, Executor as _, Row as _, Transaction};
+use std::str::FromStr as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A transaction on either database.
+pub type Tx = Transaction<'static, Any>;
+
+/// Failure to open or migrate the database.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The URL is neither `sqlite:` nor `postgres:`.
+    #[error("unsupported database URL {0:?} (use sqlite://PATH or postgres://...)")]
+    UnsupportedUrl(String),
+    /// Creating the SQLite file's folder failed.
+    #[error("creating {path}: {source}")]
+    CreateDir {
+        /// The folder.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A migration failed.
+    #[error("migration {name}: {source}")]
+    Migration {
+        /// The migration's name (`fleet/0001_names`).
+        name: &'static str,
+        /// Why.
+        source: sqlx::Error,
+    },
+    /// Any other database error.
+    #[error(transparent)]
+    Sqlx(#[from] sqlx::Error),
+}
+
+/// Which database the pool talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite (one writer at a time).
+    Sqlite,
+    /// PostgreSQL (row locks).
+    Postgres,
+}
+
+/// The modules a deployment runs; they decide which migrations run and which methods answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modules {
+    /// The vps module: provider accounts and flavors.
+    pub vps: bool,
+    /// The vps module's v0.5 migrations: sandbox templates (needs `vps`).
+    pub sandboxes: bool,
+}
+
+/// One migration, named as its module names it.
+pub struct Migration {
+    /// `module/NNNN_name`.
+    pub name: &'static str,
+    /// SQL both databases accept.
+    pub sql: &'static str,
+    /// Whether the deployment's modules include it.
+    pub wanted: fn(Modules) -> bool,
+}
+
+/// Every migration, in the order they run. Never edit one that has shipped; add a new one.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "iam/0001_core",
+        sql: include_str!("../../migrations/iam/0001_core.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "compute/0001_core",
+        sql: include_str!("../../migrations/compute/0001_core.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "vps/0001_core",
+        sql: include_str!("../../migrations/vps/0001_core.sql"),
+        wanted: |m| m.vps,
+    },
+    Migration {
+        name: "vps/0005_sandbox_templates",
+        sql: include_str!("../../migrations/vps/0005_sandbox_templates.sql"),
+        wanted: |m| m.vps && m.sandboxes,
+    },
+    Migration {
+        name: "fleet/0001_names",
+        sql: include_str!("../../migrations/fleet/0001_names.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "fleet/0002_applied",
+        sql: include_str!("../../migrations/fleet/0002_applied.sql"),
+        wanted: |_| true,
+    },
+];
+
+/// The database: a pool and what it is.
+#[derive(Clone, Debug)]
+pub struct Db {
+    /// The pool.
+    pub pool: AnyPool,
+    /// Its kind.
+    pub backend: Backend,
+}
+
+impl Db {
+    /// Opens (creating an SQLite file and its folder if missing) and migrates the database.
+    pub async fn open(url: &str, modules: Modules) -> Result<Db, DbError> {
+        sqlx::any::install_default_drivers();
+        let (backend, url) = if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let file = path.split('?').next().unwrap_or(path);
+            if let Some(dir) = std::path::Path::new(file).parent()
+                && !dir.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(dir).map_err(|source| DbError::CreateDir {
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+            }
+            let sep = if path.contains('?') { '&' } else { '?' };
+            let url = if path.contains("mode=") {
+                format!("sqlite://{path}")
+            } else {
+                format!("sqlite://{path}{sep}mode=rwc")
+            };
+            (Backend::Sqlite, url)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Backend::Postgres, url.to_string())
+        } else {
+            return Err(DbError::UnsupportedUrl(url.to_string()));
+        };
+        let options = AnyConnectOptions::from_str(&url)?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        // WAL lets readers run beside the one writer; writers queue on the
+                        // busy timeout instead of failing at once.
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA busy_timeout = 60000").await?;
+                        conn.execute("PRAGMA foreign_keys = ON").await?;
+                        conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        let db = Db { pool, backend };
+        db.migrate(modules).await?;
+        Ok(db)
+    }
+
+    async fn migrate(&self, modules: Modules) -> Result<(), DbError> {
+        let mut conn = self.pool.acquire().await?;
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+        )
+        .await?;
+        for migration in MIGRATIONS.iter().filter(|m| (m.wanted)(modules)) {
+            let err = |source| DbError::Migration {
+                name: migration.name,
+                source,
+            };
+            let mut tx = self.begin_write(&mut conn).await.map_err(err)?;
+            let done = sqlx::query("SELECT name FROM migrations WHERE name = $1")
+                .bind(migration.name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            if done.is_some() {
+                continue;
+            }
+            tracing::info!(migration = migration.name, "running migration");
+            sqlx::raw_sql(migration.sql)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+            sqlx::query("INSERT INTO migrations (name, applied_at) VALUES ($1, $2)")
+                .bind(migration.name)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+            tx.commit().await.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Begins a transaction that will write: on SQLite it takes the database's write lock at
+    /// once (`BEGIN IMMEDIATE`), so it never fails later upgrading a read lock.
+    pub async fn begin_write<'c>(
+        &self,
+        conn: &'c mut AnyConnection,
+    ) -> Result<Transaction<'c, Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => conn.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => conn.begin().await,
+        }
+    }
+
+    /// Begins a writing transaction on a pooled connection.
+    pub async fn write_tx(&self) -> Result<Tx, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
+    /// Begins a read-only transaction: one consistent snapshot for an export and its plan.
+    pub async fn read_tx(&self) -> Result<Tx, sqlx::Error> {
+        self.pool.begin().await
+    }
+
+    /// Serializes writers of one tenant's fleet inside `tx`: a row lock on the tenant on
+    /// PostgreSQL; on SQLite the transaction already holds the database's write lock.
+    pub async fn lock_tenant(&self, tx: &mut Tx, tenant_id: &str) -> Result<(), sqlx::Error> {
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT id FROM tenants WHERE id = $1 FOR UPDATE")
+                .bind(tenant_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether the row exists; a small helper for `SELECT 1` checks.
+pub async fn exists(
+    conn: &mut AnyConnection,
+    sql: &str,
+    args: &[&str],
+) -> Result<bool, sqlx::Error> {
+    let mut q = sqlx::query(sql);
+    for a in args {
+        q = q.bind(*a);
+    }
+    Ok(q.fetch_optional(conn).await?.is_some())
+}
+
+/// Reads an optional text column.
+pub fn opt_text(row: &sqlx::any::AnyRow, col: &str) -> Result<Option<String>, sqlx::Error> {
+    row.try_get::<Option<String>, _>(col)
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+
+/// A new random id of the deterministic ids' shape: `<prefix>_` and 26 lowercase Crockford
+/// base32 characters; the first ten encode the time, so ids sort by creation.
+pub fn new_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 17];
+    let ms = now_ms() as u64;
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    getrandom::fill(&mut bytes[6..]).expect("the operating system's random source");
+    format!("{prefix}_{}", base32(&bytes, 26))
+}
+
+/// `n` random lowercase Crockford base32 characters (for secrets).
+pub fn random_token(n: usize) -> String {
+    let mut bytes = vec![0u8; n * 5 / 8 + 1];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    base32(&bytes, n)
+}
+
+fn base32(bytes: &[u8], n: usize) -> String {
+    let mut out = String::with_capacity(n);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &b in bytes {
+        acc = (acc << 8) | u32::from(b);
+        bits += 8;
+        while bits >= 5 && out.len() < n {
+            bits -= 5;
+            out.push(CROCKFORD[((acc >> bits) & 31) as usize] as char);
+        }
+        acc &= (1 << bits) - 1;
+    }
+    out
+}

@@ -1,0 +1,648 @@
+//! The fleet methods: `fleet.export`, `fleet.plan`, `fleet.apply`, `fleet.status`.
+//!
+//! Every one decides `compute:fleet:admin` on `compute-fleet/global`. The export is built from
+//! the database in one read; the plan is the planner's, against exactly that export, so the
+//! browser and the CLI reproduce it offline.
+
+use super::AppState;
+use super::db::{Tx, now_ms};
+use super::error::{ApiError, Code};
+use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope};
+use super::objects::{
+    self, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
+    load_templates,
+};
+use planner::document::{self as doc, Document};
+use planner::export::{Export, Kind, ObjectRef, OfferedFlavor, OfferedPool, Section};
+use planner::{Call, Plan, PlanOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use sqlx::{AnyConnection, Row as _};
+use std::collections::{BTreeMap, HashMap};
+
+/// Input of `fleet.export` and `fleet.status`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TenantInput {
+    /// The tenant whose fleet this is.
+    pub tenant_id: String,
+}
+
+/// Input of `fleet.plan`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanInput {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The document (validated by the planner from its exact bytes).
+    #[schemars(with = "Value")]
+    pub config: Box<RawValue>,
+    /// Delete what the listed kinds leave out.
+    #[serde(default)]
+    pub prune: bool,
+}
+
+/// Input of `fleet.apply`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyInput {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The document.
+    #[schemars(with = "Value")]
+    pub config: Box<RawValue>,
+    /// Delete what the listed kinds leave out.
+    #[serde(default)]
+    pub prune: bool,
+    /// The reviewed plan's hash; CONFIG_DRIFT when the fleet moved since.
+    #[serde(default)]
+    pub plan_hash: Option<String>,
+}
+
+async fn check_admin(
+    state: &AppState,
+    caller: &Caller,
+    method: &str,
+    tenant: &str,
+) -> Result<(), ApiError> {
+    caller
+        .check(state, method, tenant, FLEET_ADMIN, FLEET_SCOPE)
+        .await
+}
+
+async fn require_tenant(conn: &mut AnyConnection, tenant: &str) -> Result<(), ApiError> {
+    check_name("tenantId", tenant)?;
+    if super::db::exists(conn, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("tenant", tenant))
+    }
+}
+
+fn validate(config: &RawValue) -> Result<Document, ApiError> {
+    planner::validate(config.get().as_bytes()).map_err(|invalid| {
+        let first = invalid.problems.first();
+        let message = first.map(|p| p.message.clone()).unwrap_or_else(|| "invalid document".into());
+        ApiError::with(
+            Code::InvalidInput,
+            message,
+            json!({ "path": first.map(|p| p.path.as_str()).unwrap_or(""), "problems": invalid.problems }),
+        )
+    })
+}
+
+/// `fleet.export`.
+pub async fn export(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: TenantInput = parse(input)?;
+    check_admin(state, caller, "fleet.export", &input.tenant_id).await?;
+    let mut tx = state.db.read_tx().await?;
+    require_tenant(&mut tx, &input.tenant_id).await?;
+    let export = build_export(
+        &mut tx,
+        state.modules,
+        &input.tenant_id,
+        &caller.principal_id,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(serde_json::to_value(export)?)
+}
+
+/// `fleet.plan`: a read; changes nothing.
+pub async fn plan(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: PlanInput = parse(input)?;
+    check_admin(state, caller, "fleet.plan", &input.tenant_id).await?;
+    let document = validate(&input.config)?;
+    let mut tx = state.db.read_tx().await?;
+    require_tenant(&mut tx, &input.tenant_id).await?;
+    let export = build_export(
+        &mut tx,
+        state.modules,
+        &input.tenant_id,
+        &caller.principal_id,
+    )
+    .await?;
+    tx.commit().await?;
+    let plan = planner::plan(&document, &export, PlanOptions { prune: input.prune });
+    Ok(serde_json::to_value(plan)?)
+}
+
+/// `fleet.apply` over HTTP.
+pub async fn apply_http(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: ApplyInput = parse(input)?;
+    check_admin(state, caller, "fleet.apply", &input.tenant_id).await?;
+    let document = validate(&input.config)?;
+    apply(
+        state,
+        caller,
+        &input.tenant_id,
+        &document,
+        input.prune,
+        input.plan_hash.as_deref(),
+    )
+    .await
+}
+
+fn blocked(plan: &Plan) -> ApiError {
+    let changes: Vec<_> = plan.changes.iter().filter(|c| c.blocked).collect();
+    let first = changes
+        .first()
+        .map(|c| {
+            format!(
+                ": {} {}: {}",
+                c.kind,
+                c.name,
+                c.note.as_deref().unwrap_or("blocked")
+            )
+        })
+        .unwrap_or_default();
+    ApiError::with(
+        Code::PlanBlocked,
+        format!("the plan has {} blocked change(s){first}", changes.len()),
+        json!({ "changes": changes, "summary": plan.summary, "planHash": plan.plan_hash }),
+    )
+}
+
+/// Decides every call's permission as the caller; FORBIDDEN names the first refused call.
+fn decide_calls(caller: &Caller, calls: &[Call]) -> Result<(), (usize, &'static str, String)> {
+    for (index, call) in calls.iter().enumerate() {
+        let scope = tenant_scope(call.tenant_id());
+        if !caller.allows(call.permission(), &scope) {
+            return Err((index, call.method(), scope));
+        }
+    }
+    Ok(())
+}
+
+async fn refuse_call(
+    state: &AppState,
+    caller: &Caller,
+    tenant: &str,
+    calls: &[Call],
+    refused: (usize, &'static str, String),
+) -> ApiError {
+    let (index, method, scope) = refused;
+    let permission = calls[index].permission();
+    let details =
+        json!({ "method": method, "permission": permission, "scope": scope, "call": index });
+    if let Ok(mut conn) = state.db.pool.acquire().await
+        && let Err(err) = audit(
+            &mut conn,
+            caller,
+            tenant,
+            "fleet.apply",
+            "forbidden",
+            None,
+            details.clone(),
+        )
+        .await
+    {
+        return ApiError::from(err);
+    }
+    ApiError::with(
+        Code::Forbidden,
+        format!(
+            "fleet.apply would call {method} (call {index}), and {} lacks {permission} on {scope}",
+            caller.principal_id
+        ),
+        details,
+    )
+}
+
+/// The composite apply: plan and decide every call with no transaction open, then run all
+/// calls in one transaction that holds the tenant's fleet lock and re-plans first.
+pub async fn apply(
+    state: &AppState,
+    caller: &Caller,
+    tenant: &str,
+    document: &Document,
+    prune: bool,
+    expected: Option<&str>,
+) -> Result<Value, ApiError> {
+    let options = PlanOptions { prune };
+    // Outside any transaction: plan, and decide every call.
+    let mut conn = state.db.pool.acquire().await?;
+    require_tenant(&mut conn, tenant).await?;
+    let export = build_export(&mut conn, state.modules, tenant, &caller.principal_id).await?;
+    drop(conn);
+    let first = planner::plan(document, &export, options);
+    if first.is_blocked() {
+        return Err(blocked(&first));
+    }
+    if let Err(refused) = decide_calls(caller, &first.calls) {
+        return Err(refuse_call(state, caller, tenant, &first.calls, refused).await);
+    }
+
+    let mut tx = state.db.write_tx().await?;
+    state.db.lock_tenant(&mut tx, tenant).await?;
+    // Under the lock, the fleet cannot move: plan again against it; this plan is the one run.
+    let export = build_export(&mut tx, state.modules, tenant, &caller.principal_id).await?;
+    let plan = planner::plan(document, &export, options);
+    if plan.is_blocked() {
+        return Err(blocked(&plan));
+    }
+    if let Some(expected) = expected
+        && expected != plan.plan_hash.0
+    {
+        return Err(ApiError::with(
+            Code::ConfigDrift,
+            format!(
+                "the fleet moved since the plan was made: the plan is now {}",
+                plan.plan_hash
+            ),
+            json!({ "planHash": plan.plan_hash, "expected": expected, "changes": plan.changes, "summary": plan.summary }),
+        ));
+    }
+    if plan.calls != first.calls
+        && let Err(refused) = decide_calls(caller, &plan.calls)
+    {
+        drop(tx);
+        return Err(refuse_call(state, caller, tenant, &plan.calls, refused).await);
+    }
+    for (index, call) in plan.calls.iter().enumerate() {
+        let outcome = match state.fault.before_call(index, call) {
+            Some(call) => objects::execute(&mut tx, caller, state.modules, &call).await,
+            None => objects::execute(&mut tx, caller, state.modules, call).await,
+        };
+        let outcome = outcome.map_err(|mut err| {
+            if let Value::Object(d) = &mut err.details {
+                d.insert(
+                    "call".into(),
+                    json!({ "index": index, "method": call.method() }),
+                );
+            }
+            err.message = format!("call {index} ({}): {}", call.method(), err.message);
+            err
+        })?;
+        if let (Call::SiteCreate(i), Some(id)) = (call, &outcome.object_id) {
+            record_name(
+                &mut tx,
+                tenant,
+                Kind::Site,
+                id,
+                i.idempotency_key.as_deref(),
+            )
+            .await?;
+        }
+        if let (Call::PoolCreate(i), Some(id)) = (call, &outcome.object_id) {
+            record_name(
+                &mut tx,
+                tenant,
+                Kind::Pool,
+                id,
+                i.idempotency_key.as_deref(),
+            )
+            .await?;
+        }
+        let input = serde_json::to_value(call)?
+            .get("input")
+            .cloned()
+            .unwrap_or(Value::Null);
+        audit(
+            &mut tx,
+            caller,
+            call.tenant_id(),
+            call.method(),
+            "ok",
+            outcome.object_id.as_deref(),
+            json!({ "input": input, "via": "fleet.apply" }),
+        )
+        .await?;
+    }
+    let document_json = serde_json::to_string(document)?;
+    sqlx::query(
+        "INSERT INTO fleet_applied (tenant_id, document, prune, plan_hash, applied_by, applied_at, checked_at, drift) \
+         VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL) \
+         ON CONFLICT (tenant_id) DO UPDATE SET document = excluded.document, prune = excluded.prune, \
+         plan_hash = excluded.plan_hash, applied_by = excluded.applied_by, applied_at = excluded.applied_at, \
+         checked_at = NULL, drift = NULL",
+    )
+    .bind(tenant)
+    .bind(document_json)
+    .bind(i64::from(prune))
+    .bind(&plan.plan_hash.0)
+    .bind(&caller.principal_id)
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    let applied = plan.calls.len();
+    audit(&mut tx, caller, tenant, "fleet.apply", "ok", None, json!({ "planHash": plan.plan_hash, "applied": applied, "prune": prune, "summary": plan.summary })).await?;
+    tx.commit().await?;
+    Ok(json!({ "plan": plan, "applied": applied }))
+}
+
+/// Records the name fleet gave a site or pool, taken from its idempotency key
+/// (`fleet:<tenant>:<kind>:<name>`).
+async fn record_name(
+    tx: &mut Tx,
+    tenant: &str,
+    kind: Kind,
+    id: &str,
+    key: Option<&str>,
+) -> Result<(), ApiError> {
+    let Some(name) = key.and_then(|k| k.splitn(4, ':').nth(3)) else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO fleet_names (tenant_id, kind, object_id, name) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (kind, object_id) DO UPDATE SET name = excluded.name, tenant_id = excluded.tenant_id",
+    )
+    .bind(tenant)
+    .bind(kind.as_str())
+    .bind(id)
+    .bind(name)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// `fleet.status`: the applied document's record and the drift as of the last check.
+pub async fn status(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: TenantInput = parse(input)?;
+    check_admin(state, caller, "fleet.status", &input.tenant_id).await?;
+    let mut conn = state.db.pool.acquire().await?;
+    require_tenant(&mut conn, &input.tenant_id).await?;
+    status_of(&mut conn, &input.tenant_id).await
+}
+
+/// The status shape of the seed for one tenant: just `{tenantId}` when it never applied.
+pub async fn status_of(conn: &mut AnyConnection, tenant: &str) -> Result<Value, ApiError> {
+    let row = sqlx::query("SELECT plan_hash, applied_by, applied_at, prune, checked_at, drift FROM fleet_applied WHERE tenant_id = $1")
+        .bind(tenant)
+        .fetch_optional(conn)
+        .await?;
+    let Some(row) = row else {
+        return Ok(json!({ "tenantId": tenant }));
+    };
+    let mut applied = json!({
+        "planHash": row.try_get::<String, _>(0)?,
+        "appliedBy": row.try_get::<String, _>(1)?,
+        "appliedAt": row.try_get::<i64, _>(2)?,
+        "prune": row.try_get::<i64, _>(3)? != 0,
+    });
+    if let Some(checked) = row.try_get::<Option<i64>, _>(4)? {
+        applied["checkedAt"] = json!(checked);
+    }
+    let mut out = json!({ "tenantId": tenant, "applied": applied });
+    if let Some(drift) = row.try_get::<Option<String>, _>(5)? {
+        out["drift"] = serde_json::from_str(&drift)?;
+    }
+    Ok(out)
+}
+
+/// Builds the planner's `Export` of a tenant from the database, inside the caller's read
+/// (or transaction), so a plan against it sees one consistent fleet.
+pub async fn build_export(
+    conn: &mut AnyConnection,
+    modules: super::db::Modules,
+    tenant: &str,
+    caller: &str,
+) -> Result<Export, ApiError> {
+    let names: HashMap<(String, String), String> =
+        sqlx::query("SELECT kind, object_id, name FROM fleet_names WHERE tenant_id = $1")
+            .bind(tenant)
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| Ok(((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?)))
+            .collect::<Result<_, sqlx::Error>>()?;
+    let name_of = |kind: Kind, id: &str| {
+        names
+            .get(&(kind.as_str().to_string(), id.to_string()))
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
+    };
+    let mut objects = Vec::new();
+    let mut object = |kind: Kind, name: &str, id: Option<&str>, revision: i64| {
+        objects.push(ObjectRef {
+            kind,
+            name: name.to_string(),
+            id: id.map(str::to_string),
+            revision: u64::try_from(revision).unwrap_or(0),
+        });
+    };
+
+    let mut sites = Vec::new();
+    let mut site_names = HashMap::new();
+    for s in load_sites(conn, "tenant_id = $1", &[tenant]).await? {
+        let name = name_of(Kind::Site, &s.id);
+        object(Kind::Site, &name, Some(&s.id), s.revision);
+        site_names.insert(s.id.clone(), name.clone());
+        sites.push(doc::Site {
+            name,
+            kind: s.kind,
+            region: s.region,
+        });
+    }
+
+    let mut account_names = HashMap::new();
+    let accounts = if modules.vps {
+        let mut out = Vec::new();
+        for a in load_accounts(conn, "tenant_id = $1", &[tenant]).await? {
+            object(Kind::ProviderAccount, &a.name, Some(&a.id), a.revision);
+            account_names.insert(a.id.clone(), a.name.clone());
+            out.push(doc::ProviderAccount {
+                name: a.name,
+                provider: a.provider,
+                config: a.config,
+            });
+        }
+        Some(out)
+    } else {
+        None
+    };
+
+    let mut pools = Vec::new();
+    let mut pool_names = HashMap::new();
+    let pool_rows = load_pools(conn, "tenant_id = $1 AND archived = 0", &[tenant]).await?;
+    let mut quotas: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    for q in load_quotas(
+        conn,
+        "pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)",
+        &[tenant],
+    )
+    .await?
+    {
+        quotas.entry(q.pool_id.clone()).or_default().push(q);
+    }
+    let mut offers: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    for o in load_offers(
+        conn,
+        "pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)",
+        &[tenant],
+    )
+    .await?
+    {
+        offers.entry(o.pool_id.clone()).or_default().push(o);
+    }
+    for p in pool_rows {
+        let name = name_of(Kind::Pool, &p.id);
+        object(Kind::Pool, &name, Some(&p.id), p.revision);
+        let mut owner_quota = BTreeMap::new();
+        for q in quotas.remove(&p.id).unwrap_or_default() {
+            object(
+                Kind::OwnerQuota,
+                &format!("{name}:{}", q.resource),
+                None,
+                q.revision,
+            );
+            owner_quota.insert(q.resource, u64::try_from(q.max).unwrap_or(0));
+        }
+        let mut pool_offers = Vec::new();
+        for o in offers.remove(&p.id).unwrap_or_default() {
+            object(
+                Kind::Offer,
+                &format!("{name} -> {}", o.tenant_id),
+                None,
+                o.revision,
+            );
+            pool_offers.push(doc::Offer {
+                tenant: o.tenant_id,
+                quota: o.quota,
+                priority: o.priority,
+            });
+        }
+        pool_names.insert(p.id.clone(), name.clone());
+        pools.push(doc::Pool {
+            name,
+            site: site_names.get(&p.site_id).cloned().unwrap_or(p.site_id),
+            class: p.class,
+            gpu_model: p.gpu_model,
+            provider_account: p
+                .provider_account_id
+                .map(|id| account_names.get(&id).cloned().unwrap_or(id)),
+            policy: p.policy,
+            owner_quota: Some(owner_quota),
+            offers: Some(pool_offers),
+        });
+    }
+
+    let mut flavor_names = HashMap::new();
+    let flavors = if modules.vps {
+        let mut out = Vec::new();
+        for f in load_flavors(conn, "tenant_id = $1", &[tenant]).await? {
+            let Some(pool) = pool_names.get(&f.pool_id).cloned() else {
+                continue; // a flavor of an archived pool is not part of the fleet
+            };
+            object(
+                Kind::Flavor,
+                &format!("{pool}/{}", f.name),
+                Some(&f.id),
+                f.revision,
+            );
+            flavor_names.insert(f.id.clone(), f.name.clone());
+            out.push(doc::Flavor {
+                pool,
+                name: f.name,
+                vcpu: f.vcpu,
+                memory_gib: f.memory_gib,
+                disk_gib: f.disk_gib,
+                gpu: f.gpu,
+            });
+        }
+        Some(out)
+    } else {
+        None
+    };
+
+    // Pools of other tenants offered to this one, which its templates name by id.
+    let mut offered_pools = Vec::new();
+    let offered = load_pools(conn, "archived = 0 AND tenant_id <> $1 AND id IN (SELECT pool_id FROM pool_offers WHERE tenant_id = $1)", &[tenant]).await?;
+    for p in &offered {
+        let mut flavors = Vec::new();
+        if modules.vps {
+            for f in load_flavors(conn, "pool_id = $1", &[&p.id]).await? {
+                flavor_names.insert(f.id.clone(), f.name.clone());
+                flavors.push(OfferedFlavor {
+                    name: f.name,
+                    id: f.id,
+                });
+            }
+        }
+        offered_pools.push(OfferedPool {
+            id: p.id.clone(),
+            flavors,
+        });
+    }
+
+    let templates = if modules.vps && modules.sandboxes {
+        let mut out = Vec::new();
+        for t in load_templates(conn, "tenant_id = $1", &[tenant]).await? {
+            object(Kind::SandboxTemplate, &t.name, Some(&t.id), t.revision);
+            out.push(doc::SandboxTemplate {
+                name: t.name,
+                pool: pool_names.get(&t.pool_id).cloned().unwrap_or(t.pool_id),
+                flavor: flavor_names
+                    .get(&t.flavor_id)
+                    .cloned()
+                    .unwrap_or(t.flavor_id),
+                image_id: t.image_id,
+                env: t.env,
+                network: t.network,
+                warm: t.warm,
+            });
+        }
+        Some(out)
+    } else {
+        None
+    };
+
+    let tenants = sqlx::query("SELECT id FROM tenants ORDER BY id")
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| r.try_get::<String, _>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut missing = Vec::new();
+    if !modules.vps {
+        missing.extend([Section::ProviderAccounts, Section::Flavors]);
+    }
+    if !(modules.vps && modules.sandboxes) {
+        missing.push(Section::SandboxTemplates);
+    }
+
+    let by_name = |a: &str, b: &str| a.cmp(b);
+    sites.sort_by(|a, b| by_name(&a.name, &b.name));
+    pools.sort_by(|a, b| by_name(&a.name, &b.name));
+    let mut flavors = flavors;
+    if let Some(f) = flavors.as_mut() {
+        f.sort_by(|a, b| (&a.pool, &a.name).cmp(&(&b.pool, &b.name)));
+    }
+    let mut accounts = accounts;
+    if let Some(a) = accounts.as_mut() {
+        a.sort_by(|a, b| by_name(&a.name, &b.name));
+    }
+    let mut templates = templates;
+    if let Some(t) = templates.as_mut() {
+        t.sort_by(|a, b| by_name(&a.name, &b.name));
+    }
+    for p in &mut pools {
+        if let Some(o) = p.offers.as_mut() {
+            o.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        }
+    }
+    objects.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+
+    Ok(Export {
+        tenant_id: tenant.to_string(),
+        caller: caller.to_string(),
+        config: Document {
+            version: 1,
+            sites: Some(sites),
+            provider_accounts: accounts,
+            pools: Some(pools),
+            flavors,
+            sandbox_templates: templates,
+        },
+        missing,
+        objects,
+        tenants,
+        offered_pools,
+    })
+}

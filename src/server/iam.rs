@@ -1,0 +1,767 @@
+//! Identity and access: tenants, principals, API keys, grants, the permission decision, and
+//! the audit log.
+//!
+//! Scopes: every tenant has `tenants/<id>`; the root tenant's scope contains every tenant's.
+//! `compute-fleet/global` exists only in the root tenant: a principal of any other tenant
+//! never passes a decision there, whatever grants it holds.
+
+use super::AppState;
+use super::db::{Tx, new_id, now_ms, random_token};
+use super::error::{ApiError, Code};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{AnyConnection, Row as _};
+use subtle::ConstantTimeEq as _;
+
+/// The root tenant's id.
+pub const ROOT: &str = "root";
+/// The scope of the fleet methods, which exists only in the root tenant.
+pub const FLEET_SCOPE: &str = "compute-fleet/global";
+/// The permission every fleet method decides on [`FLEET_SCOPE`].
+pub const FLEET_ADMIN: &str = "compute:fleet:admin";
+
+/// The scope of a tenant.
+pub fn tenant_scope(tenant_id: &str) -> String {
+    format!("tenants/{tenant_id}")
+}
+
+/// The authenticated principal of a request, with its grants loaded once.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Its principal id (`usr_...`, `sa_...`); created ids derive from it.
+    pub principal_id: String,
+    /// Its tenant.
+    pub tenant_id: String,
+    grants: Vec<(String, String)>,
+}
+
+impl Caller {
+    /// A caller the server itself acts as (the demo seed), with the given grants.
+    pub fn new(principal_id: &str, tenant_id: &str, grants: Vec<(String, String)>) -> Self {
+        Caller {
+            principal_id: principal_id.to_string(),
+            tenant_id: tenant_id.to_string(),
+            grants,
+        }
+    }
+
+    /// Whether the caller holds `permission` on `scope`.
+    pub fn allows(&self, permission: &str, scope: &str) -> bool {
+        if self.tenant_id != ROOT
+            && (scope == FLEET_SCOPE || scope != tenant_scope(&self.tenant_id))
+        {
+            return false;
+        }
+        self.grants.iter().any(|(p, s)| {
+            let perm_ok = p == "*"
+                || p == permission
+                || p.strip_suffix('*')
+                    .is_some_and(|prefix| prefix.ends_with(':') && permission.starts_with(prefix));
+            let scope_ok = s == scope
+                || (s == &tenant_scope(ROOT)
+                    && self.tenant_id == ROOT
+                    && scope.starts_with("tenants/"));
+            perm_ok && scope_ok
+        })
+    }
+
+    /// Decides `permission` on `scope`; a refusal is audited (outside any transaction) and
+    /// answered FORBIDDEN.
+    pub async fn check(
+        &self,
+        state: &AppState,
+        method: &str,
+        tenant_id: &str,
+        permission: &str,
+        scope: &str,
+    ) -> Result<(), ApiError> {
+        if self.allows(permission, scope) {
+            return Ok(());
+        }
+        let details = json!({ "method": method, "permission": permission, "scope": scope });
+        let mut conn = state.db.pool.acquire().await?;
+        audit(
+            &mut conn,
+            self,
+            tenant_id,
+            method,
+            "forbidden",
+            None,
+            details.clone(),
+        )
+        .await?;
+        Err(ApiError::with(
+            Code::Forbidden,
+            format!(
+                "{} may not call {method}: it lacks {permission} on {scope}",
+                self.principal_id
+            ),
+            details,
+        ))
+    }
+
+    /// Decides the permission on the tenant's scope.
+    pub async fn check_tenant(
+        &self,
+        state: &AppState,
+        method: &str,
+        tenant_id: &str,
+        permission: &str,
+    ) -> Result<(), ApiError> {
+        self.check(
+            state,
+            method,
+            tenant_id,
+            permission,
+            &tenant_scope(tenant_id),
+        )
+        .await
+    }
+}
+
+/// Writes one audit row.
+pub async fn audit(
+    conn: &mut AnyConnection,
+    caller: &Caller,
+    tenant_id: &str,
+    method: &str,
+    outcome: &str,
+    object_id: Option<&str>,
+    details: Value,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO audit (id, tenant_id, principal_id, method, outcome, object_id, details, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(new_id("aud"))
+    .bind(tenant_id)
+    .bind(&caller.principal_id)
+    .bind(method)
+    .bind(outcome)
+    .bind(object_id)
+    .bind(details.to_string())
+    .bind(now_ms())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+fn hash_key(key: &str) -> String {
+    planner::sha256_hex(key.as_bytes())
+}
+
+/// Resolves `Authorization: Bearer <key>` to its caller.
+pub async fn authenticate(state: &AppState, header: Option<&str>) -> Result<Caller, ApiError> {
+    let unauthenticated = |m: &str| ApiError::new(Code::Unauthenticated, m);
+    let key = header
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(|| unauthenticated("missing bearer API key (Authorization: Bearer bc_...)"))?;
+    let invalid = || unauthenticated("invalid or revoked API key");
+    let (id_part, _secret) = key
+        .strip_prefix("bc_")
+        .and_then(|rest| rest.split_once('_'))
+        .ok_or_else(invalid)?;
+    let mut conn = state.db.pool.acquire().await?;
+    let row = sqlx::query(
+        "SELECT k.hash, k.revoked_at, p.id, p.tenant_id FROM api_keys k \
+         JOIN principals p ON p.id = k.principal_id WHERE k.id = $1",
+    )
+    .bind(format!("key_{id_part}"))
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(invalid)?;
+    let stored: String = row.try_get(0)?;
+    let revoked: Option<i64> = row.try_get(1)?;
+    let presented = hash_key(key);
+    // Constant time, so the comparison leaks nothing about the stored hash.
+    let same: bool = presented.as_bytes().ct_eq(stored.as_bytes()).into();
+    if !same || revoked.is_some() {
+        return Err(invalid());
+    }
+    let principal_id: String = row.try_get(2)?;
+    let tenant_id: String = row.try_get(3)?;
+    let grants = sqlx::query("SELECT permission, scope FROM grants WHERE principal_id = $1")
+        .bind(&principal_id)
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<Result<Vec<(String, String)>, sqlx::Error>>()?;
+    Ok(Caller {
+        principal_id,
+        tenant_id,
+        grants,
+    })
+}
+
+/// On an empty database: creates the root tenant and an administrator, and returns the
+/// administrator's API key (shown once). `None` when the database already has tenants.
+pub async fn bootstrap(db: &super::db::Db) -> Result<Option<String>, sqlx::Error> {
+    let mut tx = db.write_tx().await?;
+    let created = sqlx::query(
+        "INSERT INTO tenants (id, name, revision, created_at) VALUES ($1, $2, 1, $3) \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(ROOT)
+    .bind("Root")
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if created == 0 {
+        return Ok(None);
+    }
+    let admin = new_id("usr");
+    insert_principal(&mut tx, &admin, ROOT, "user", "admin").await?;
+    insert_grant(&mut tx, ROOT, &admin, "*", &tenant_scope(ROOT)).await?;
+    insert_grant(&mut tx, ROOT, &admin, FLEET_ADMIN, FLEET_SCOPE).await?;
+    let (_, key) = insert_key(&mut tx, ROOT, &admin, "bootstrap").await?;
+    tx.commit().await?;
+    Ok(Some(key))
+}
+
+/// Inserts a tenant.
+pub async fn insert_tenant(tx: &mut Tx, id: &str, name: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO tenants (id, name, revision, created_at) VALUES ($1, $2, 1, $3)")
+        .bind(id)
+        .bind(name)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Inserts a principal.
+pub async fn insert_principal(
+    tx: &mut Tx,
+    id: &str,
+    tenant_id: &str,
+    kind: &str,
+    name: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO principals (id, tenant_id, kind, name, revision, created_at) \
+         VALUES ($1, $2, $3, $4, 1, $5)",
+    )
+    .bind(id)
+    .bind(tenant_id)
+    .bind(kind)
+    .bind(name)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Inserts a grant and returns its id.
+pub async fn insert_grant(
+    tx: &mut Tx,
+    tenant_id: &str,
+    principal_id: &str,
+    permission: &str,
+    scope: &str,
+) -> Result<String, sqlx::Error> {
+    let id = new_id("grt");
+    sqlx::query(
+        "INSERT INTO grants (id, tenant_id, principal_id, permission, scope, revision, created_at) \
+         VALUES ($1, $2, $3, $4, $5, 1, $6)",
+    )
+    .bind(&id)
+    .bind(tenant_id)
+    .bind(principal_id)
+    .bind(permission)
+    .bind(scope)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+/// Creates an API key for a principal; returns its id and the key, which is never stored.
+pub async fn insert_key(
+    tx: &mut Tx,
+    tenant_id: &str,
+    principal_id: &str,
+    name: &str,
+) -> Result<(String, String), sqlx::Error> {
+    let id = new_id("key");
+    let key = format!("bc_{}_{}", &id[4..], random_token(40));
+    sqlx::query(
+        "INSERT INTO api_keys (id, principal_id, tenant_id, name, hash, revision, created_at) \
+         VALUES ($1, $2, $3, $4, $5, 1, $6)",
+    )
+    .bind(&id)
+    .bind(principal_id)
+    .bind(tenant_id)
+    .bind(name)
+    .bind(hash_key(&key))
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok((id, key))
+}
+
+/// Parses a method's input from its JSON bytes, answering INVALID_INPUT with the path of
+/// the problem.
+pub fn parse<T: serde::de::DeserializeOwned>(input: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(input);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
+    de.end().map_err(|e| ApiError::invalid("", e.to_string()))?;
+    Ok(value)
+}
+
+/// Parses a method's input from a JSON value.
+pub fn parse_value<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(input).map_err(path_error)
+}
+
+fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiError {
+    let path = err.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    ApiError::invalid(path, err.inner().to_string())
+}
+
+/// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
+pub fn check_name(path: &str, name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            path,
+            format!(
+                "{name:?} is not a valid name (1-63 of a-z 0-9 . _ -, starting with a letter or digit)"
+            ),
+        ))
+    }
+}
+
+async fn tenant_exists(conn: &mut AnyConnection, id: &str) -> Result<bool, sqlx::Error> {
+    super::db::exists(conn, "SELECT id FROM tenants WHERE id = $1", &[id]).await
+}
+
+async fn require_tenant(tx: &mut Tx, id: &str) -> Result<(), ApiError> {
+    if tenant_exists(tx, id).await? {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("tenant", id))
+    }
+}
+
+/// Input of `tenant.create`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TenantCreate {
+    /// The new tenant's id (a name).
+    pub id: String,
+    /// A display name; the id when absent.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// `tenant.create`: decides `iam:tenant:create` on the root tenant's scope.
+pub async fn tenant_create(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: TenantCreate = parse(input)?;
+    caller
+        .check_tenant(state, "tenant.create", ROOT, "iam:tenant:create")
+        .await?;
+    check_name("id", &input.id)?;
+    let mut tx = state.db.write_tx().await?;
+    if tenant_exists(&mut tx, &input.id).await? {
+        return Err(ApiError::with(
+            Code::Conflict,
+            format!("tenant {:?} already exists", input.id),
+            json!({ "object": format!("tenant {}", input.id) }),
+        ));
+    }
+    let name = input.name.clone().unwrap_or_else(|| input.id.clone());
+    insert_tenant(&mut tx, &input.id, &name).await?;
+    audit(
+        &mut tx,
+        caller,
+        ROOT,
+        "tenant.create",
+        "ok",
+        Some(&input.id),
+        json!({ "id": input.id }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": input.id, "name": name, "revision": 1 }))
+}
+
+/// Input of `tenant.list`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Empty {}
+
+/// `tenant.list`: decides `iam:tenant:read` on the root tenant's scope.
+pub async fn tenant_list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let _: Empty = parse(input)?;
+    caller
+        .check_tenant(state, "tenant.list", ROOT, "iam:tenant:read")
+        .await?;
+    let rows = sqlx::query("SELECT id, name, revision FROM tenants ORDER BY id")
+        .fetch_all(&state.db.pool)
+        .await?;
+    let tenants = rows
+        .iter()
+        .map(|r| {
+            Ok(json!({
+                "id": r.try_get::<String, _>(0)?,
+                "name": r.try_get::<String, _>(1)?,
+                "revision": r.try_get::<i64, _>(2)?,
+            }))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(json!({ "tenants": tenants }))
+}
+
+/// Input of `serviceAccount.create`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServiceAccountCreate {
+    /// The tenant.
+    pub tenant_id: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// `serviceAccount.create`: decides `iam:serviceAccount:create`.
+pub async fn service_account_create(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: ServiceAccountCreate = parse(input)?;
+    let method = "serviceAccount.create";
+    caller
+        .check_tenant(state, method, &input.tenant_id, "iam:serviceAccount:create")
+        .await?;
+    check_name("name", &input.name)?;
+    let mut tx = state.db.write_tx().await?;
+    require_tenant(&mut tx, &input.tenant_id).await?;
+    let id = new_id("sa");
+    insert_principal(
+        &mut tx,
+        &id,
+        &input.tenant_id,
+        "serviceAccount",
+        &input.name,
+    )
+    .await?;
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&id),
+        json!({ "name": input.name }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(
+        json!({ "id": id, "tenantId": input.tenant_id, "kind": "serviceAccount", "name": input.name, "revision": 1 }),
+    )
+}
+
+/// Input of `apiKey.create`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiKeyCreate {
+    /// The tenant of the principal.
+    pub tenant_id: String,
+    /// The principal the key acts as.
+    pub principal_id: String,
+    /// A label.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+async fn require_principal(tx: &mut Tx, tenant_id: &str, id: &str) -> Result<(), ApiError> {
+    if super::db::exists(
+        tx,
+        "SELECT id FROM principals WHERE id = $1 AND tenant_id = $2",
+        &[id, tenant_id],
+    )
+    .await?
+    {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("principal", id))
+    }
+}
+
+/// `apiKey.create`: decides `iam:apiKey:create`; answers the key once.
+pub async fn api_key_create(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: ApiKeyCreate = parse(input)?;
+    let method = "apiKey.create";
+    caller
+        .check_tenant(state, method, &input.tenant_id, "iam:apiKey:create")
+        .await?;
+    let mut tx = state.db.write_tx().await?;
+    require_principal(&mut tx, &input.tenant_id, &input.principal_id).await?;
+    let name = input.name.unwrap_or_default();
+    let (id, key) = insert_key(&mut tx, &input.tenant_id, &input.principal_id, &name).await?;
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&id),
+        json!({ "principalId": input.principal_id }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": id, "principalId": input.principal_id, "key": key }))
+}
+
+/// Input of `apiKey.revoke` and `grant.delete`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TenantObject {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The object's id.
+    pub id: String,
+}
+
+/// `apiKey.revoke`: decides `iam:apiKey:revoke`; the key stops working at once.
+pub async fn api_key_revoke(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: TenantObject = parse(input)?;
+    let method = "apiKey.revoke";
+    caller
+        .check_tenant(state, method, &input.tenant_id, "iam:apiKey:revoke")
+        .await?;
+    let mut tx = state.db.write_tx().await?;
+    let n = sqlx::query(
+        "UPDATE api_keys SET revoked_at = $1, revision = revision + 1 \
+         WHERE id = $2 AND tenant_id = $3 AND revoked_at IS NULL",
+    )
+    .bind(now_ms())
+    .bind(&input.id)
+    .bind(&input.tenant_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Err(ApiError::not_found("apiKey", &input.id));
+    }
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&input.id),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": input.id, "revoked": true }))
+}
+
+/// Input of `grant.create`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GrantCreate {
+    /// The tenant of the principal.
+    pub tenant_id: String,
+    /// Who receives the permission.
+    pub principal_id: String,
+    /// A permission (`compute:pool:update`), `module:*`, or `*`.
+    pub permission: String,
+    /// Where it applies; the tenant's scope when absent.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+/// `grant.create`: decides `iam:grant:create`. A grant of a non-root tenant can only name
+/// that tenant's scope, so it can never reach `compute-fleet/global`.
+pub async fn grant_create(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: GrantCreate = parse(input)?;
+    let method = "grant.create";
+    caller
+        .check_tenant(state, method, &input.tenant_id, "iam:grant:create")
+        .await?;
+    let scope = input
+        .scope
+        .clone()
+        .unwrap_or_else(|| tenant_scope(&input.tenant_id));
+    let own = tenant_scope(&input.tenant_id);
+    let scope_ok = if input.tenant_id == ROOT {
+        scope == FLEET_SCOPE || scope.starts_with("tenants/")
+    } else {
+        scope == own
+    };
+    if !scope_ok {
+        return Err(ApiError::invalid(
+            "scope",
+            format!(
+                "scope {scope:?} is not available to principals of tenant {:?}",
+                input.tenant_id
+            ),
+        ));
+    }
+    if input.permission.is_empty() || input.permission.contains(char::is_whitespace) {
+        return Err(ApiError::invalid(
+            "permission",
+            "a permission such as compute:pool:update, module:*, or *",
+        ));
+    }
+    let mut tx = state.db.write_tx().await?;
+    require_principal(&mut tx, &input.tenant_id, &input.principal_id).await?;
+    if super::db::exists(
+        &mut tx,
+        "SELECT id FROM grants WHERE principal_id = $1 AND permission = $2 AND scope = $3",
+        &[&input.principal_id, &input.permission, &scope],
+    )
+    .await?
+    {
+        return Err(ApiError::with(
+            Code::Conflict,
+            "the principal already holds this grant",
+            json!({ "object": format!("grant {} on {scope}", input.permission) }),
+        ));
+    }
+    let id = insert_grant(
+        &mut tx,
+        &input.tenant_id,
+        &input.principal_id,
+        &input.permission,
+        &scope,
+    )
+    .await?;
+    let details = json!({ "principalId": input.principal_id, "permission": input.permission, "scope": scope });
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&id),
+        details.clone(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(
+        json!({ "id": id, "principalId": input.principal_id, "permission": input.permission, "scope": scope }),
+    )
+}
+
+/// `grant.delete`: decides `iam:grant:delete`.
+pub async fn grant_delete(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: TenantObject = parse(input)?;
+    let method = "grant.delete";
+    caller
+        .check_tenant(state, method, &input.tenant_id, "iam:grant:delete")
+        .await?;
+    let mut tx = state.db.write_tx().await?;
+    let n = sqlx::query("DELETE FROM grants WHERE id = $1 AND tenant_id = $2")
+        .bind(&input.id)
+        .bind(&input.tenant_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if n == 0 {
+        return Err(ApiError::not_found("grant", &input.id));
+    }
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&input.id),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": input.id, "deleted": true }))
+}
+
+/// Input of `audit.list`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditList {
+    /// The tenant.
+    pub tenant_id: String,
+    /// Only rows of this method.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// At most this many rows, newest first (default 100, at most 1000).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// `audit.list`: decides `iam:audit:read`; newest first.
+pub async fn audit_list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: AuditList = parse(input)?;
+    caller
+        .check_tenant(state, "audit.list", &input.tenant_id, "iam:audit:read")
+        .await?;
+    let limit = i64::from(input.limit.unwrap_or(100).min(1000));
+    let method = input.method.unwrap_or_default();
+    let rows = sqlx::query(
+        "SELECT id, principal_id, method, outcome, object_id, details, at FROM audit \
+         WHERE tenant_id = $1 AND ($2 = '' OR method = $2) ORDER BY id DESC LIMIT $3",
+    )
+    .bind(&input.tenant_id)
+    .bind(&method)
+    .bind(limit)
+    .fetch_all(&state.db.pool)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let details: Option<String> = r.try_get(5)?;
+        out.push(json!({
+            "id": r.try_get::<String, _>(0)?,
+            "principalId": r.try_get::<Option<String>, _>(1)?,
+            "method": r.try_get::<String, _>(2)?,
+            "outcome": r.try_get::<String, _>(3)?,
+            "objectId": r.try_get::<Option<String>, _>(4)?,
+            "details": details.and_then(|d| serde_json::from_str::<Value>(&d).ok()).unwrap_or(json!({})),
+            "at": r.try_get::<i64, _>(6)?,
+        }));
+    }
+    Ok(json!({ "items": out }))
+}

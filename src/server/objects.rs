@@ -1,0 +1,1295 @@
+//! The platform objects' own methods: provider accounts, sites, pools (owner quotas, offers,
+//! archive), flavors and sandbox templates.
+//!
+//! Every write goes through [`execute`], which takes an open transaction: the HTTP API opens
+//! one per call, `fleet.apply` one for all its calls. The inputs are the planner's
+//! [`planner::calls`] types, so a call made by hand is exactly the call an apply makes.
+
+use super::AppState;
+use super::db::{Modules, Tx, new_id, now_ms};
+use super::error::{ApiError, Code};
+use super::iam::{Caller, audit, check_name, parse, parse_value};
+use planner::calls::*;
+use planner::document::{Network, Policy, PoolClass, SiteKind, Warm};
+use planner::export::Kind;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{AnyConnection, Row as _, any::AnyRow};
+use std::collections::BTreeMap;
+
+/// What a call did: its answer and the id of the object it touched.
+pub struct Outcome {
+    /// The answer (the object as it is now).
+    pub value: Value,
+    /// The object's id, for the audit row.
+    pub object_id: Option<String>,
+}
+
+/// Parses the input of the call method `method`; `None` when `method` is no call method.
+pub fn parse_call(method: &str, input: Value) -> Option<Result<Call, ApiError>> {
+    Some(match method {
+        "providerAccount.create" => parse_value(input).map(Call::ProviderAccountCreate),
+        "providerAccount.update" => parse_value(input).map(Call::ProviderAccountUpdate),
+        "providerAccount.delete" => parse_value(input).map(Call::ProviderAccountDelete),
+        "site.create" => parse_value(input).map(Call::SiteCreate),
+        "pool.create" => parse_value(input).map(Call::PoolCreate),
+        "pool.update" => parse_value(input).map(Call::PoolUpdate),
+        "pool.setOwnerQuota" => parse_value(input).map(Call::PoolSetOwnerQuota),
+        "pool.offer" => parse_value(input).map(Call::PoolOffer),
+        "pool.unoffer" => parse_value(input).map(Call::PoolUnoffer),
+        "pool.archive" => parse_value(input).map(Call::PoolArchive),
+        "flavor.create" => parse_value(input).map(Call::FlavorCreate),
+        "flavor.update" => parse_value(input).map(Call::FlavorUpdate),
+        "flavor.delete" => parse_value(input).map(Call::FlavorDelete),
+        "sandboxTemplate.create" => parse_value(input).map(Call::SandboxTemplateCreate),
+        "sandboxTemplate.update" => parse_value(input).map(Call::SandboxTemplateUpdate),
+        "sandboxTemplate.delete" => parse_value(input).map(Call::SandboxTemplateDelete),
+        _ => return None,
+    })
+}
+
+/// UNSUPPORTED when the deployment's modules do not serve the method's kind.
+pub fn served(method: &str, modules: Modules) -> Result<(), ApiError> {
+    let kind = method.split('.').next().unwrap_or("");
+    match kind {
+        "providerAccount" if !modules.vps => {
+            Err(ApiError::unsupported("provider accounts (vps module)"))
+        }
+        "flavor" if !modules.vps => Err(ApiError::unsupported("flavors (vps module)")),
+        "sandboxTemplate" if !(modules.vps && modules.sandboxes) => {
+            Err(ApiError::unsupported("sandbox templates (vps v0.5)"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A call method over HTTP: parse, decide its permission as the caller (no transaction
+/// open), then run it in its own transaction with its audit row.
+pub async fn call_http(
+    state: &AppState,
+    caller: &Caller,
+    method: &str,
+    input: Value,
+) -> Result<Value, ApiError> {
+    served(method, state.modules)?;
+    let call = parse_call(method, input.clone())
+        .ok_or_else(|| ApiError::new(Code::NotFound, format!("unknown method {method:?}")))??;
+    let tenant = call.tenant_id().to_string();
+    caller
+        .check_tenant(state, method, &tenant, call.permission())
+        .await?;
+    let mut tx = state.db.write_tx().await?;
+    state.db.lock_tenant(&mut tx, &tenant).await?;
+    let outcome = execute(&mut tx, caller, state.modules, &call).await?;
+    audit(
+        &mut tx,
+        caller,
+        &tenant,
+        method,
+        "ok",
+        outcome.object_id.as_deref(),
+        json!({ "input": input }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(outcome.value)
+}
+
+/// Runs one call inside `tx`, as `caller`, whose permission was decided before. Validates
+/// the input, checks `ifRevision`, bumps revisions.
+pub async fn execute(
+    tx: &mut Tx,
+    caller: &Caller,
+    modules: Modules,
+    call: &Call,
+) -> Result<Outcome, ApiError> {
+    served(call.method(), modules)?;
+    let tenant = call.tenant_id();
+    check_name("tenantId", tenant)?;
+    if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
+        return Err(ApiError::not_found("tenant", tenant));
+    }
+    let id = match call {
+        Call::ProviderAccountCreate(i) => provider_account_create(tx, caller, i).await?,
+        Call::ProviderAccountUpdate(i) => {
+            check_config("config", &i.config)?;
+            let row = account(tx, tenant, &i.id).await?;
+            check_revision(
+                &format!("providerAccount {}", i.id),
+                i.if_revision,
+                row.revision,
+            )?;
+            sqlx::query(
+                "UPDATE provider_accounts SET config = $1, revision = revision + 1 WHERE id = $2",
+            )
+            .bind(serde_json::to_string(&i.config)?)
+            .bind(&i.id)
+            .execute(&mut **tx)
+            .await?;
+            i.id.clone()
+        }
+        Call::ProviderAccountDelete(i) => {
+            let row = account(tx, tenant, &i.id).await?;
+            check_revision(
+                &format!("providerAccount {}", i.id),
+                i.if_revision,
+                row.revision,
+            )?;
+            let users =
+                load_pools(tx, "provider_account_id = $1 AND archived = 0", &[&i.id]).await?;
+            if let Some(pool) = users.first() {
+                return Err(ApiError::with(
+                    Code::Conflict,
+                    format!("provider account {} is used by pool {}", i.id, pool.id),
+                    json!({ "object": format!("providerAccount {}", i.id), "usedBy": pool.id }),
+                ));
+            }
+            sqlx::query("DELETE FROM provider_accounts WHERE id = $1")
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            return Ok(Outcome {
+                value: json!({ "id": i.id, "deleted": true }),
+                object_id: Some(i.id.clone()),
+            });
+        }
+        Call::SiteCreate(i) => site_create(tx, caller, i).await?,
+        Call::PoolCreate(i) => pool_create(tx, caller, modules, i).await?,
+        Call::PoolUpdate(i) => {
+            if let Some(policy) = &i.policy {
+                check_policy("policy", policy)?;
+            }
+            let row = pool(tx, tenant, &i.id).await?;
+            check_revision(&format!("pool {}", i.id), i.if_revision, row.revision)?;
+            sqlx::query("UPDATE pools SET policy = $1, revision = revision + 1 WHERE id = $2")
+                .bind(i.policy.as_ref().map(serde_json::to_string).transpose()?)
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            i.id.clone()
+        }
+        Call::PoolSetOwnerQuota(i) => {
+            check_resource("resource", &i.resource)?;
+            pool(tx, tenant, &i.pool_id).await?;
+            let object = format!("ownerQuota {}:{}", i.pool_id, i.resource);
+            let current = load_quotas(
+                tx,
+                "pool_id = $1 AND resource = $2",
+                &[&i.pool_id, &i.resource],
+            )
+            .await?;
+            let current = current.first();
+            if let Some(expected) = i.if_revision {
+                check_revision(
+                    &object,
+                    expected,
+                    current
+                        .map(|q| q.revision)
+                        .ok_or_else(|| ApiError::conflict(&object, expected, None))?,
+                )?;
+            }
+            match (i.max, current) {
+                (None, Some(_)) => {
+                    sqlx::query(
+                        "DELETE FROM pool_owner_quotas WHERE pool_id = $1 AND resource = $2",
+                    )
+                    .bind(&i.pool_id)
+                    .bind(&i.resource)
+                    .execute(&mut **tx)
+                    .await?;
+                }
+                (None, None) => {}
+                (Some(max), Some(_)) => {
+                    sqlx::query("UPDATE pool_owner_quotas SET max_value = $1, revision = revision + 1 WHERE pool_id = $2 AND resource = $3")
+                        .bind(to_i64(max)?)
+                        .bind(&i.pool_id)
+                        .bind(&i.resource)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                (Some(max), None) => {
+                    sqlx::query("INSERT INTO pool_owner_quotas (pool_id, resource, max_value, revision) VALUES ($1, $2, $3, 1)")
+                        .bind(&i.pool_id)
+                        .bind(&i.resource)
+                        .bind(to_i64(max)?)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+            }
+            i.pool_id.clone()
+        }
+        Call::PoolOffer(i) => {
+            for (k, v) in &i.quota {
+                check_resource(&format!("quota.{k}"), k)?;
+                to_i64(*v)?;
+            }
+            let row = pool(tx, tenant, &i.pool_id).await?;
+            if i.tenant == row.tenant_id {
+                return Err(ApiError::invalid(
+                    "tenant",
+                    "a pool cannot be offered to its own owner",
+                ));
+            }
+            if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[&i.tenant]).await? {
+                return Err(ApiError::not_found("tenant", &i.tenant));
+            }
+            let object = format!("offer {} -> {}", i.pool_id, i.tenant);
+            let current = load_offers(
+                tx,
+                "pool_id = $1 AND tenant_id = $2",
+                &[&i.pool_id, &i.tenant],
+            )
+            .await?;
+            let current = current.first();
+            if let Some(expected) = i.if_revision {
+                check_revision(
+                    &object,
+                    expected,
+                    current
+                        .map(|o| o.revision)
+                        .ok_or_else(|| ApiError::conflict(&object, expected, None))?,
+                )?;
+            }
+            let quota = serde_json::to_string(&i.quota)?;
+            if current.is_some() {
+                sqlx::query("UPDATE pool_offers SET quota = $1, priority = $2, revision = revision + 1 WHERE pool_id = $3 AND tenant_id = $4")
+                    .bind(quota)
+                    .bind(i.priority)
+                    .bind(&i.pool_id)
+                    .bind(&i.tenant)
+                    .execute(&mut **tx)
+                    .await?;
+            } else {
+                sqlx::query("INSERT INTO pool_offers (pool_id, tenant_id, quota, priority, revision) VALUES ($1, $2, $3, $4, 1)")
+                    .bind(&i.pool_id)
+                    .bind(&i.tenant)
+                    .bind(quota)
+                    .bind(i.priority)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            i.pool_id.clone()
+        }
+        Call::PoolUnoffer(i) => {
+            pool(tx, tenant, &i.pool_id).await?;
+            let object = format!("offer {} -> {}", i.pool_id, i.tenant);
+            let current = load_offers(
+                tx,
+                "pool_id = $1 AND tenant_id = $2",
+                &[&i.pool_id, &i.tenant],
+            )
+            .await?;
+            let actual = current
+                .first()
+                .map(|o| o.revision)
+                .ok_or_else(|| ApiError::conflict(&object, i.if_revision, None))?;
+            check_revision(&object, i.if_revision, actual)?;
+            sqlx::query("DELETE FROM pool_offers WHERE pool_id = $1 AND tenant_id = $2")
+                .bind(&i.pool_id)
+                .bind(&i.tenant)
+                .execute(&mut **tx)
+                .await?;
+            i.pool_id.clone()
+        }
+        Call::PoolArchive(i) => {
+            let row = pool(tx, tenant, &i.id).await?;
+            check_revision(&format!("pool {}", i.id), i.if_revision, row.revision)?;
+            for sql in [
+                "DELETE FROM pool_owner_quotas WHERE pool_id = $1",
+                "DELETE FROM pool_offers WHERE pool_id = $1",
+                "DELETE FROM fleet_names WHERE kind = 'pool' AND object_id = $1",
+                "UPDATE pools SET archived = 1, revision = revision + 1 WHERE id = $1",
+            ] {
+                sqlx::query(sql).bind(&i.id).execute(&mut **tx).await?;
+            }
+            i.id.clone()
+        }
+        Call::FlavorCreate(i) => flavor_create(tx, caller, i).await?,
+        Call::FlavorUpdate(i) => {
+            check_sizes(i.vcpu, i.memory_gib)?;
+            let row = flavor(tx, tenant, &i.id).await?;
+            check_revision(&format!("flavor {}", i.id), i.if_revision, row.revision)?;
+            sqlx::query("UPDATE flavors SET vcpu = $1, memory_gib = $2, disk_gib = $3, gpu = $4, revision = revision + 1 WHERE id = $5")
+                .bind(i64::from(i.vcpu))
+                .bind(i64::from(i.memory_gib))
+                .bind(i64::from(i.disk_gib))
+                .bind(i.gpu.map(i64::from))
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            i.id.clone()
+        }
+        Call::FlavorDelete(i) => {
+            let row = flavor(tx, tenant, &i.id).await?;
+            check_revision(&format!("flavor {}", i.id), i.if_revision, row.revision)?;
+            if modules.sandboxes {
+                let users = load_templates(tx, "flavor_id = $1", &[&i.id]).await?;
+                if let Some(t) = users.first() {
+                    return Err(ApiError::with(
+                        Code::Conflict,
+                        format!("flavor {} is used by sandbox template {}", i.id, t.name),
+                        json!({ "object": format!("flavor {}", i.id), "usedBy": t.id }),
+                    ));
+                }
+            }
+            sqlx::query("DELETE FROM flavors WHERE id = $1")
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            return Ok(Outcome {
+                value: json!({ "id": i.id, "deleted": true }),
+                object_id: Some(i.id.clone()),
+            });
+        }
+        Call::SandboxTemplateCreate(i) => template_create(tx, caller, i).await?,
+        Call::SandboxTemplateUpdate(i) => {
+            check_template_fields(i.env.as_ref(), i.warm.as_ref())?;
+            let row = template(tx, tenant, &i.id).await?;
+            check_revision(
+                &format!("sandboxTemplate {}", i.id),
+                i.if_revision,
+                row.revision,
+            )?;
+            template_flavor(tx, &row.pool_id, &i.flavor_id).await?;
+            sqlx::query("UPDATE sandbox_templates SET flavor_id = $1, image_id = $2, env = $3, network = $4, warm = $5, revision = revision + 1 WHERE id = $6")
+                .bind(&i.flavor_id)
+                .bind(&i.image_id)
+                .bind(i.env.as_ref().map(serde_json::to_string).transpose()?)
+                .bind(enum_str(&i.network))
+                .bind(i.warm.as_ref().map(serde_json::to_string).transpose()?)
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            i.id.clone()
+        }
+        Call::SandboxTemplateDelete(i) => {
+            let row = template(tx, tenant, &i.id).await?;
+            check_revision(
+                &format!("sandboxTemplate {}", i.id),
+                i.if_revision,
+                row.revision,
+            )?;
+            sqlx::query("DELETE FROM sandbox_templates WHERE id = $1")
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            return Ok(Outcome {
+                value: json!({ "id": i.id, "deleted": true }),
+                object_id: Some(i.id.clone()),
+            });
+        }
+    };
+    let value = object_json(tx, call, &id).await?;
+    Ok(Outcome {
+        value,
+        object_id: Some(id),
+    })
+}
+
+async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Value, ApiError> {
+    Ok(match call {
+        Call::ProviderAccountCreate(_) | Call::ProviderAccountUpdate(_) => {
+            account_value(&load_accounts(tx, "id = $1", &[id]).await?[0])
+        }
+        Call::SiteCreate(_) => site_value(&load_sites(tx, "id = $1", &[id]).await?[0]),
+        Call::FlavorCreate(_) | Call::FlavorUpdate(_) => {
+            flavor_value(&load_flavors(tx, "id = $1", &[id]).await?[0])
+        }
+        Call::SandboxTemplateCreate(_) | Call::SandboxTemplateUpdate(_) => {
+            template_value(&load_templates(tx, "id = $1", &[id]).await?[0])
+        }
+        _ => {
+            let row = load_pools(tx, "id = $1", &[id]).await?.remove(0);
+            pool_value(tx, &row).await?
+        }
+    })
+}
+
+fn check_revision(object: &str, expected: u64, actual: i64) -> Result<(), ApiError> {
+    if i64::try_from(expected).ok() == Some(actual) {
+        Ok(())
+    } else {
+        Err(ApiError::conflict(object, expected, Some(actual)))
+    }
+}
+
+fn to_i64(v: u64) -> Result<i64, ApiError> {
+    i64::try_from(v).map_err(|_| ApiError::invalid("", format!("{v} is too large")))
+}
+
+/// The id of a create: derived from the caller and the idempotency key, or random.
+fn create_id(
+    kind: Kind,
+    prefix: &str,
+    caller: &Caller,
+    key: Option<&String>,
+) -> Result<String, ApiError> {
+    match key {
+        Some(key) if key.is_empty() || key.len() > 300 => Err(ApiError::invalid(
+            "idempotencyKey",
+            "an idempotency key has 1 to 300 characters",
+        )),
+        Some(key) => Ok(planner::ids::derive_id(kind, &caller.principal_id, key)),
+        None => Ok(new_id(prefix)),
+    }
+}
+
+fn check_resource(path: &str, r: &str) -> Result<(), ApiError> {
+    let mut bytes = r.bytes();
+    let ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && r.len() <= 64
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            path,
+            format!(
+                "{r:?} is not a resource name (a letter, then up to 63 letters, digits, ., _ or -)"
+            ),
+        ))
+    }
+}
+
+fn looks_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["token", "password", "secret", "key", "credential"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+fn is_reference(v: &str) -> bool {
+    (v.starts_with("secret://") && v.len() > 9)
+        || (v.starts_with("vault://") && v.len() > 8)
+        || v.strip_prefix("env://").is_some_and(|n| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+}
+
+fn check_config(path: &str, map: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    for (k, v) in map {
+        if looks_secret(k) && !is_reference(v) {
+            return Err(ApiError::invalid(
+                format!("{path}.{k}"),
+                format!(
+                    "{k:?} looks secret: give a reference (secret://, vault:// or env://NAME), never a value"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_policy(path: &str, p: &Policy) -> Result<(), ApiError> {
+    if (0.0..=1.0).contains(&p.disruption_budget) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            format!("{path}.disruptionBudget"),
+            "disruptionBudget is between 0 and 1",
+        ))
+    }
+}
+
+fn check_sizes(vcpu: u32, memory: u32) -> Result<(), ApiError> {
+    if vcpu < 1 {
+        return Err(ApiError::invalid("vcpu", "vcpu is at least 1"));
+    }
+    if memory < 1 {
+        return Err(ApiError::invalid("memoryGiB", "memoryGiB is at least 1"));
+    }
+    Ok(())
+}
+
+fn check_template_fields(
+    env: Option<&BTreeMap<String, String>>,
+    warm: Option<&Warm>,
+) -> Result<(), ApiError> {
+    if let Some(env) = env {
+        check_config("env", env)?;
+    }
+    if let Some(w) = warm
+        && w.min > w.max
+    {
+        return Err(ApiError::invalid(
+            "warm.min",
+            "warm.min is at most warm.max",
+        ));
+    }
+    Ok(())
+}
+
+fn non_empty(path: &str, v: &str) -> Result<(), ApiError> {
+    if v.trim().is_empty() || v.len() > 200 {
+        Err(ApiError::invalid(
+            path,
+            format!("{path} has 1 to 200 characters"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// An idempotent create found its object: the same tenant's, or a CONFLICT.
+fn same_tenant(kind: &str, id: &str, found: &str, tenant: &str) -> Result<(), ApiError> {
+    if found == tenant {
+        Ok(())
+    } else {
+        Err(ApiError::with(
+            Code::Conflict,
+            format!("{kind} {id} exists in another tenant"),
+            json!({ "object": format!("{kind} {id}") }),
+        ))
+    }
+}
+
+async fn provider_account_create(
+    tx: &mut Tx,
+    caller: &Caller,
+    i: &ProviderAccountCreate,
+) -> Result<String, ApiError> {
+    check_name("name", &i.name)?;
+    non_empty("provider", &i.provider)?;
+    check_config("config", &i.config)?;
+    let id = create_id(
+        Kind::ProviderAccount,
+        "pa",
+        caller,
+        i.idempotency_key.as_ref(),
+    )?;
+    if let Some(found) = load_accounts(tx, "id = $1", &[&id]).await?.first() {
+        same_tenant("providerAccount", &id, &found.tenant_id, &i.tenant_id)?;
+        return Ok(id);
+    }
+    if !load_accounts(tx, "tenant_id = $1 AND name = $2", &[&i.tenant_id, &i.name])
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::with(
+            Code::Conflict,
+            format!("provider account {:?} already exists", i.name),
+            json!({ "object": format!("providerAccount {}", i.name) }),
+        ));
+    }
+    sqlx::query("INSERT INTO provider_accounts (id, tenant_id, name, provider, config, revision, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6)")
+        .bind(&id)
+        .bind(&i.tenant_id)
+        .bind(&i.name)
+        .bind(&i.provider)
+        .bind(serde_json::to_string(&i.config)?)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+async fn site_create(tx: &mut Tx, caller: &Caller, i: &SiteCreate) -> Result<String, ApiError> {
+    non_empty("region", &i.region)?;
+    let id = create_id(Kind::Site, "site", caller, i.idempotency_key.as_ref())?;
+    if let Some(found) = load_sites(tx, "id = $1", &[&id]).await?.first() {
+        same_tenant("site", &id, &found.tenant_id, &i.tenant_id)?;
+        return Ok(id);
+    }
+    sqlx::query("INSERT INTO sites (id, tenant_id, kind, region, revision, created_at) VALUES ($1, $2, $3, $4, 1, $5)")
+        .bind(&id)
+        .bind(&i.tenant_id)
+        .bind(enum_str(&i.kind))
+        .bind(&i.region)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+async fn pool_create(
+    tx: &mut Tx,
+    caller: &Caller,
+    modules: Modules,
+    i: &PoolCreate,
+) -> Result<String, ApiError> {
+    if let Some(p) = &i.policy {
+        check_policy("policy", p)?;
+    }
+    if let Some(g) = &i.gpu_model {
+        non_empty("gpuModel", g)?;
+    }
+    match (i.class, &i.provider_account_id) {
+        (PoolClass::Provider, None) => {
+            return Err(ApiError::invalid(
+                "providerAccountId",
+                "a pool of class provider names its provider account",
+            ));
+        }
+        (PoolClass::Provider, Some(_)) if !modules.vps => {
+            return Err(ApiError::unsupported("provider accounts (vps module)"));
+        }
+        (PoolClass::Provider, Some(pa)) => {
+            account(tx, &i.tenant_id, pa).await?;
+        }
+        (_, Some(_)) => {
+            return Err(ApiError::invalid(
+                "providerAccountId",
+                "only a pool of class provider has a provider account",
+            ));
+        }
+        (_, None) => {}
+    }
+    if load_sites(
+        tx,
+        "id = $1 AND tenant_id = $2",
+        &[&i.site_id, &i.tenant_id],
+    )
+    .await?
+    .is_empty()
+    {
+        return Err(ApiError::not_found("site", &i.site_id));
+    }
+    let id = create_id(Kind::Pool, "pool", caller, i.idempotency_key.as_ref())?;
+    let policy = i.policy.as_ref().map(serde_json::to_string).transpose()?;
+    if let Some(found) = load_pools(tx, "id = $1", &[&id]).await?.first() {
+        same_tenant("pool", &id, &found.tenant_id, &i.tenant_id)?;
+        if found.archived {
+            // Re-created after an archive: the deterministic id comes back to life.
+            sqlx::query("UPDATE pools SET site_id = $1, class = $2, gpu_model = $3, provider_account_id = $4, policy = $5, archived = 0, revision = revision + 1 WHERE id = $6")
+                .bind(&i.site_id)
+                .bind(enum_str(&i.class))
+                .bind(&i.gpu_model)
+                .bind(&i.provider_account_id)
+                .bind(policy)
+                .bind(&id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        return Ok(id);
+    }
+    sqlx::query("INSERT INTO pools (id, tenant_id, site_id, class, gpu_model, provider_account_id, policy, archived, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8)")
+        .bind(&id)
+        .bind(&i.tenant_id)
+        .bind(&i.site_id)
+        .bind(enum_str(&i.class))
+        .bind(&i.gpu_model)
+        .bind(&i.provider_account_id)
+        .bind(policy)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+async fn flavor_create(tx: &mut Tx, caller: &Caller, i: &FlavorCreate) -> Result<String, ApiError> {
+    check_name("name", &i.name)?;
+    check_sizes(i.vcpu, i.memory_gib)?;
+    pool(tx, &i.tenant_id, &i.pool_id).await?;
+    let id = create_id(Kind::Flavor, "flv", caller, i.idempotency_key.as_ref())?;
+    if let Some(found) = load_flavors(tx, "id = $1", &[&id]).await?.first() {
+        same_tenant("flavor", &id, &found.tenant_id, &i.tenant_id)?;
+        return Ok(id);
+    }
+    if !load_flavors(tx, "pool_id = $1 AND name = $2", &[&i.pool_id, &i.name])
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::with(
+            Code::Conflict,
+            format!("flavor {}/{} already exists", i.pool_id, i.name),
+            json!({ "object": format!("flavor {}/{}", i.pool_id, i.name) }),
+        ));
+    }
+    sqlx::query("INSERT INTO flavors (id, tenant_id, pool_id, name, vcpu, memory_gib, disk_gib, gpu, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)")
+        .bind(&id)
+        .bind(&i.tenant_id)
+        .bind(&i.pool_id)
+        .bind(&i.name)
+        .bind(i64::from(i.vcpu))
+        .bind(i64::from(i.memory_gib))
+        .bind(i64::from(i.disk_gib))
+        .bind(i.gpu.map(i64::from))
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+/// The pool a template of `tenant` may use: its own, or one offered to it.
+async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), ApiError> {
+    let own = load_pools(
+        tx,
+        "id = $1 AND tenant_id = $2 AND archived = 0",
+        &[pool_id, tenant],
+    )
+    .await?;
+    if !own.is_empty() {
+        return Ok(());
+    }
+    if super::db::exists(
+        tx,
+        "SELECT pool_id FROM pool_offers WHERE pool_id = $1 AND tenant_id = $2",
+        &[pool_id, tenant],
+    )
+    .await?
+    {
+        return Ok(());
+    }
+    Err(ApiError::not_found("pool", pool_id))
+}
+
+async fn template_flavor(tx: &mut Tx, pool_id: &str, flavor_id: &str) -> Result<(), ApiError> {
+    if load_flavors(tx, "id = $1 AND pool_id = $2", &[flavor_id, pool_id])
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::not_found("flavor", flavor_id));
+    }
+    Ok(())
+}
+
+async fn template_create(
+    tx: &mut Tx,
+    caller: &Caller,
+    i: &SandboxTemplateCreate,
+) -> Result<String, ApiError> {
+    check_name("name", &i.name)?;
+    non_empty("imageId", &i.image_id)?;
+    check_template_fields(i.env.as_ref(), i.warm.as_ref())?;
+    template_pool(tx, &i.tenant_id, &i.pool_id).await?;
+    template_flavor(tx, &i.pool_id, &i.flavor_id).await?;
+    let id = create_id(
+        Kind::SandboxTemplate,
+        "tpl",
+        caller,
+        i.idempotency_key.as_ref(),
+    )?;
+    if let Some(found) = load_templates(tx, "id = $1", &[&id]).await?.first() {
+        same_tenant("sandboxTemplate", &id, &found.tenant_id, &i.tenant_id)?;
+        return Ok(id);
+    }
+    if !load_templates(tx, "tenant_id = $1 AND name = $2", &[&i.tenant_id, &i.name])
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::with(
+            Code::Conflict,
+            format!("sandbox template {:?} already exists", i.name),
+            json!({ "object": format!("sandboxTemplate {}", i.name) }),
+        ));
+    }
+    sqlx::query("INSERT INTO sandbox_templates (id, tenant_id, name, pool_id, flavor_id, image_id, env, network, warm, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)")
+        .bind(&id)
+        .bind(&i.tenant_id)
+        .bind(&i.name)
+        .bind(&i.pool_id)
+        .bind(&i.flavor_id)
+        .bind(&i.image_id)
+        .bind(i.env.as_ref().map(serde_json::to_string).transpose()?)
+        .bind(enum_str(&i.network))
+        .bind(i.warm.as_ref().map(serde_json::to_string).transpose()?)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+async fn account(tx: &mut Tx, tenant: &str, id: &str) -> Result<AccountRow, ApiError> {
+    load_accounts(tx, "id = $1 AND tenant_id = $2", &[id, tenant])
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::not_found("providerAccount", id))
+}
+
+async fn pool(tx: &mut Tx, tenant: &str, id: &str) -> Result<PoolRow, ApiError> {
+    load_pools(
+        tx,
+        "id = $1 AND tenant_id = $2 AND archived = 0",
+        &[id, tenant],
+    )
+    .await?
+    .pop()
+    .ok_or_else(|| ApiError::not_found("pool", id))
+}
+
+async fn flavor(tx: &mut Tx, tenant: &str, id: &str) -> Result<FlavorRow, ApiError> {
+    load_flavors(tx, "id = $1 AND tenant_id = $2", &[id, tenant])
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::not_found("flavor", id))
+}
+
+async fn template(tx: &mut Tx, tenant: &str, id: &str) -> Result<TemplateRow, ApiError> {
+    load_templates(tx, "id = $1 AND tenant_id = $2", &[id, tenant])
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::not_found("sandboxTemplate", id))
+}
+
+/// The JSON text of a unit enum (`vps-host`).
+pub fn enum_str<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// Parses a stored unit enum or JSON column.
+pub fn from_text<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, ApiError> {
+    serde_json::from_value(Value::String(s.to_string())).map_err(ApiError::from)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(s: Option<String>) -> Result<Option<T>, ApiError> {
+    s.map(|s| serde_json::from_str(&s))
+        .transpose()
+        .map_err(ApiError::from)
+}
+
+// Rows, loaded with a WHERE clause over `$N` arguments.
+
+/// A site.
+#[derive(Debug, Clone)]
+pub struct SiteRow {
+    /// Id.
+    pub id: String,
+    /// Owner.
+    pub tenant_id: String,
+    /// Kind.
+    pub kind: SiteKind,
+    /// Region.
+    pub region: String,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// A pool.
+#[derive(Debug, Clone)]
+pub struct PoolRow {
+    /// Id.
+    pub id: String,
+    /// Owner.
+    pub tenant_id: String,
+    /// Its site.
+    pub site_id: String,
+    /// Class.
+    pub class: PoolClass,
+    /// GPU model.
+    pub gpu_model: Option<String>,
+    /// Provider account.
+    pub provider_account_id: Option<String>,
+    /// Policy.
+    pub policy: Option<Policy>,
+    /// Archived (gone from the fleet).
+    pub archived: bool,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// An owner quota entry.
+#[derive(Debug, Clone)]
+pub struct QuotaRow {
+    /// Its pool.
+    pub pool_id: String,
+    /// Resource.
+    pub resource: String,
+    /// Maximum.
+    pub max: i64,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// An offer.
+#[derive(Debug, Clone)]
+pub struct OfferRow {
+    /// Its pool.
+    pub pool_id: String,
+    /// The tenant offered to.
+    pub tenant_id: String,
+    /// Quota.
+    pub quota: BTreeMap<String, u64>,
+    /// Priority.
+    pub priority: Option<i64>,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// A provider account.
+#[derive(Debug, Clone)]
+pub struct AccountRow {
+    /// Id.
+    pub id: String,
+    /// Owner.
+    pub tenant_id: String,
+    /// Name.
+    pub name: String,
+    /// Provider.
+    pub provider: String,
+    /// Config.
+    pub config: BTreeMap<String, String>,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// A flavor.
+#[derive(Debug, Clone)]
+pub struct FlavorRow {
+    /// Id.
+    pub id: String,
+    /// Owner.
+    pub tenant_id: String,
+    /// Its pool.
+    pub pool_id: String,
+    /// Name.
+    pub name: String,
+    /// vCPUs.
+    pub vcpu: u32,
+    /// Memory GiB.
+    pub memory_gib: u32,
+    /// Disk GiB.
+    pub disk_gib: u32,
+    /// GPUs.
+    pub gpu: Option<u32>,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// A sandbox template.
+#[derive(Debug, Clone)]
+pub struct TemplateRow {
+    /// Id.
+    pub id: String,
+    /// Owner.
+    pub tenant_id: String,
+    /// Name.
+    pub name: String,
+    /// Its pool.
+    pub pool_id: String,
+    /// Its flavor.
+    pub flavor_id: String,
+    /// Image.
+    pub image_id: String,
+    /// Env.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Network.
+    pub network: Network,
+    /// Warm pool.
+    pub warm: Option<Warm>,
+    /// Revision.
+    pub revision: i64,
+}
+
+async fn fetch(
+    conn: &mut AnyConnection,
+    sql: String,
+    args: &[&str],
+) -> Result<Vec<AnyRow>, ApiError> {
+    let mut q = sqlx::query(&sql);
+    for a in args {
+        q = q.bind(*a);
+    }
+    Ok(q.fetch_all(conn).await?)
+}
+
+fn u32_of(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// Sites matching `filter`, by id.
+pub async fn load_sites(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<SiteRow>, ApiError> {
+    let rows = fetch(
+        conn,
+        format!(
+            "SELECT id, tenant_id, kind, region, revision FROM sites WHERE {filter} ORDER BY id"
+        ),
+        args,
+    )
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(SiteRow {
+                id: r.try_get(0)?,
+                tenant_id: r.try_get(1)?,
+                kind: from_text(&r.try_get::<String, _>(2)?)?,
+                region: r.try_get(3)?,
+                revision: r.try_get(4)?,
+            })
+        })
+        .collect()
+}
+
+/// Pools matching `filter`, by id.
+pub async fn load_pools(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<PoolRow>, ApiError> {
+    let rows = fetch(conn, format!("SELECT id, tenant_id, site_id, class, gpu_model, provider_account_id, policy, archived, revision FROM pools WHERE {filter} ORDER BY id"), args).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(PoolRow {
+                id: r.try_get(0)?,
+                tenant_id: r.try_get(1)?,
+                site_id: r.try_get(2)?,
+                class: from_text(&r.try_get::<String, _>(3)?)?,
+                gpu_model: r.try_get(4)?,
+                provider_account_id: r.try_get(5)?,
+                policy: from_json(r.try_get(6)?)?,
+                archived: r.try_get::<i64, _>(7)? != 0,
+                revision: r.try_get(8)?,
+            })
+        })
+        .collect()
+}
+
+/// Owner quota entries matching `filter`.
+pub async fn load_quotas(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<QuotaRow>, ApiError> {
+    let rows = fetch(conn, format!("SELECT pool_id, resource, max_value, revision FROM pool_owner_quotas WHERE {filter} ORDER BY pool_id, resource"), args).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(QuotaRow {
+                pool_id: r.try_get(0)?,
+                resource: r.try_get(1)?,
+                max: r.try_get(2)?,
+                revision: r.try_get(3)?,
+            })
+        })
+        .collect()
+}
+
+/// Offers matching `filter`.
+pub async fn load_offers(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<OfferRow>, ApiError> {
+    let rows = fetch(conn, format!("SELECT pool_id, tenant_id, quota, priority, revision FROM pool_offers WHERE {filter} ORDER BY pool_id, tenant_id"), args).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(OfferRow {
+                pool_id: r.try_get(0)?,
+                tenant_id: r.try_get(1)?,
+                quota: serde_json::from_str(&r.try_get::<String, _>(2)?)?,
+                priority: r.try_get(3)?,
+                revision: r.try_get(4)?,
+            })
+        })
+        .collect()
+}
+
+/// Provider accounts matching `filter`.
+pub async fn load_accounts(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<AccountRow>, ApiError> {
+    let rows = fetch(conn, format!("SELECT id, tenant_id, name, provider, config, revision FROM provider_accounts WHERE {filter} ORDER BY name, id"), args).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(AccountRow {
+                id: r.try_get(0)?,
+                tenant_id: r.try_get(1)?,
+                name: r.try_get(2)?,
+                provider: r.try_get(3)?,
+                config: serde_json::from_str(&r.try_get::<String, _>(4)?)?,
+                revision: r.try_get(5)?,
+            })
+        })
+        .collect()
+}
+
+/// Flavors matching `filter`.
+pub async fn load_flavors(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<FlavorRow>, ApiError> {
+    let rows = fetch(conn, format!("SELECT id, tenant_id, pool_id, name, vcpu, memory_gib, disk_gib, gpu, revision FROM flavors WHERE {filter} ORDER BY pool_id, name"), args).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(FlavorRow {
+                id: r.try_get(0)?,
+                tenant_id: r.try_get(1)?,
+                pool_id: r.try_get(2)?,
+                name: r.try_get(3)?,
+                vcpu: u32_of(r.try_get(4)?),
+                memory_gib: u32_of(r.try_get(5)?),
+                disk_gib: u32_of(r.try_get(6)?),
+                gpu: r.try_get::<Option<i64>, _>(7)?.map(u32_of),
+                revision: r.try_get(8)?,
+            })
+        })
+        .collect()
+}
+
+/// Sandbox templates matching `filter`.
+pub async fn load_templates(
+    conn: &mut AnyConnection,
+    filter: &str,
+    args: &[&str],
+) -> Result<Vec<TemplateRow>, ApiError> {
+    let rows = fetch(conn, format!("SELECT id, tenant_id, name, pool_id, flavor_id, image_id, env, network, warm, revision FROM sandbox_templates WHERE {filter} ORDER BY name, id"), args).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(TemplateRow {
+                id: r.try_get(0)?,
+                tenant_id: r.try_get(1)?,
+                name: r.try_get(2)?,
+                pool_id: r.try_get(3)?,
+                flavor_id: r.try_get(4)?,
+                image_id: r.try_get(5)?,
+                env: from_json(r.try_get(6)?)?,
+                network: from_text(&r.try_get::<String, _>(7)?)?,
+                warm: from_json(r.try_get(8)?)?,
+                revision: r.try_get(9)?,
+            })
+        })
+        .collect()
+}
+
+fn site_value(s: &SiteRow) -> Value {
+    json!({ "id": s.id, "tenantId": s.tenant_id, "kind": s.kind, "region": s.region, "revision": s.revision })
+}
+
+async fn pool_value(conn: &mut AnyConnection, p: &PoolRow) -> Result<Value, ApiError> {
+    let quotas = load_quotas(conn, "pool_id = $1", &[&p.id]).await?;
+    let offers = load_offers(conn, "pool_id = $1", &[&p.id]).await?;
+    let mut v = json!({
+        "id": p.id, "tenantId": p.tenant_id, "siteId": p.site_id, "class": p.class,
+        "revision": p.revision, "archived": p.archived,
+        "ownerQuota": quotas.iter().map(|q| json!({ "resource": q.resource, "max": q.max, "revision": q.revision })).collect::<Vec<_>>(),
+        "offers": offers.iter().map(|o| {
+            let mut v = json!({ "tenant": o.tenant_id, "quota": o.quota, "revision": o.revision });
+            if let Some(p) = o.priority { v["priority"] = json!(p); }
+            v
+        }).collect::<Vec<_>>(),
+    });
+    if let Some(g) = &p.gpu_model {
+        v["gpuModel"] = json!(g);
+    }
+    if let Some(a) = &p.provider_account_id {
+        v["providerAccountId"] = json!(a);
+    }
+    if let Some(pol) = &p.policy {
+        v["policy"] = json!(pol);
+    }
+    Ok(v)
+}
+
+fn account_value(a: &AccountRow) -> Value {
+    json!({ "id": a.id, "tenantId": a.tenant_id, "name": a.name, "provider": a.provider, "config": a.config, "revision": a.revision })
+}
+
+fn flavor_value(f: &FlavorRow) -> Value {
+    let mut v = json!({ "id": f.id, "tenantId": f.tenant_id, "poolId": f.pool_id, "name": f.name, "vcpu": f.vcpu, "memoryGiB": f.memory_gib, "diskGiB": f.disk_gib, "revision": f.revision });
+    if let Some(g) = f.gpu {
+        v["gpu"] = json!(g);
+    }
+    v
+}
+
+fn template_value(t: &TemplateRow) -> Value {
+    let mut v = json!({ "id": t.id, "tenantId": t.tenant_id, "name": t.name, "poolId": t.pool_id, "flavorId": t.flavor_id, "imageId": t.image_id, "network": t.network, "revision": t.revision });
+    if let Some(e) = &t.env {
+        v["env"] = json!(e);
+    }
+    if let Some(w) = &t.warm {
+        v["warm"] = json!(w);
+    }
+    v
+}
+
+/// Input of the list methods.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListInput {
+    /// The tenant.
+    pub tenant_id: String,
+}
+
+/// Input of the get methods.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetInput {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The object's id.
+    pub id: String,
+}
+
+/// The read permission of a kind (`compute:pool:read`).
+pub fn read_permission(kind: &str) -> &'static str {
+    match kind {
+        "site" => "compute:site:read",
+        "pool" => "compute:pool:read",
+        "providerAccount" => "vps:providerAccount:read",
+        "flavor" => "vps:flavor:read",
+        _ => "vps:sandboxTemplate:read",
+    }
+}
+
+/// `<kind>.list` and `<kind>.get`: decide `<module>:<kind>:read` on the tenant's scope.
+pub async fn read(
+    state: &AppState,
+    caller: &Caller,
+    method: &str,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    served(method, state.modules)?;
+    let (kind, verb) = method.split_once('.').unwrap_or((method, ""));
+    let (tenant, id) = if verb == "get" {
+        let i: GetInput = parse(input)?;
+        (i.tenant_id, Some(i.id))
+    } else {
+        let i: ListInput = parse(input)?;
+        (i.tenant_id, None)
+    };
+    caller
+        .check_tenant(state, method, &tenant, read_permission(kind))
+        .await?;
+    let mut conn = state.db.pool.acquire().await?;
+    let conn = &mut *conn;
+    let (filter, args): (&str, Vec<&str>) = match &id {
+        Some(id) => ("tenant_id = $1 AND id = $2", vec![&tenant, id]),
+        None => ("tenant_id = $1", vec![&tenant]),
+    };
+    let items: Vec<Value> = match kind {
+        "site" => load_sites(conn, filter, &args)
+            .await?
+            .iter()
+            .map(site_value)
+            .collect(),
+        "pool" => {
+            let filter = format!("{filter} AND archived = 0");
+            let mut out = Vec::new();
+            for p in load_pools(conn, &filter, &args).await? {
+                out.push(pool_value(conn, &p).await?);
+            }
+            out
+        }
+        "providerAccount" => load_accounts(conn, filter, &args)
+            .await?
+            .iter()
+            .map(account_value)
+            .collect(),
+        "flavor" => load_flavors(conn, filter, &args)
+            .await?
+            .iter()
+            .map(flavor_value)
+            .collect(),
+        _ => load_templates(conn, filter, &args)
+            .await?
+            .iter()
+            .map(template_value)
+            .collect(),
+    };
+    match id {
+        Some(id) => items
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApiError::not_found(kind, &id)),
+        None => Ok(json!({ "items": items })),
+    }
+}
