@@ -47,6 +47,7 @@ pub struct Site {
     /// `shared` or `dedicated`.
     pub kind: SiteKind,
     /// The region, free text such as `eu-central`.
+    #[schemars(length(min = 1))]
     pub region: String,
 }
 
@@ -68,9 +69,11 @@ pub struct ProviderAccount {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// The provider, such as `hetzner-cloud`; fixed.
+    #[schemars(length(min = 1))]
     pub provider: String,
     /// Provider settings; secret-looking keys hold references.
     #[serde(default)]
+    #[schemars(transform = crate::schema::secret_references)]
     pub config: BTreeMap<String, String>,
 }
 
@@ -89,6 +92,7 @@ pub struct Pool {
     pub class: PoolClass,
     /// The GPU model of its hosts, if any; fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub gpu_model: Option<String>,
     /// The provider account, required iff the class is `provider`; fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,9 +186,11 @@ pub struct SandboxTemplate {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub flavor: String,
     /// The image it boots.
+    #[schemars(length(min = 1))]
     pub image_id: String,
     /// Environment; secret-looking keys hold references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::secret_references)]
     pub env: Option<BTreeMap<String, String>>,
     /// Network exposure.
     pub network: Network,

@@ -2,6 +2,7 @@
 //! never written twice. Editors use it to complete and check `fleet.json`; it states what a
 //! schema can (shapes, names, ranges, list sizes, unknown fields) and leaves the rest to
 //! [`crate::validate()`] (repeated names, duplicate keys, `warm.min <= warm.max`, references).
+//! Like the validator, it accepts `null` for an optional field (the same as leaving it out).
 
 use crate::document::Document;
 use schemars::Schema;
@@ -16,21 +17,40 @@ pub const RESOURCE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]{0,63}$";
 
 /// A secret reference: `secret://...`, `vault://...` or `env://NAME`.
 pub const SECRET_REFERENCE_PATTERN: &str =
-    "^(secret://.+|vault://.+|env://[A-Za-z_][A-Za-z0-9_]*)$";
+    r"^(secret://[\s\S]+|vault://[\s\S]+|env://[A-Za-z_][A-Za-z0-9_]*)$";
 
 /// The JSON Schema of a version 1 document.
 pub fn document_schema() -> Value {
     let generator = SchemaSettings::draft07().into_generator();
     let mut schema = generator.into_root_schema_for::<Document>().to_value();
-    strip_null(&mut schema);
+    integer_formats_to_ranges(&mut schema);
     if let Some(root) = schema.as_object_mut() {
-        root.insert(
-            "$id".into(),
-            json!("https://better-compute.dev/fleet.schema.json"),
-        );
         root.insert("title".into(), json!("FleetConfig document"));
     }
     schema
+}
+
+/// schemars marks integers with Rust formats (`uint32`) that validators do not know (ajv's
+/// strict mode refuses them); state the range they stand for instead.
+fn integer_formats_to_ranges(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let format = map.get("format").and_then(Value::as_str).map(str::to_owned);
+            match format.as_deref() {
+                Some("uint32") => {
+                    map.remove("format");
+                    map.insert("maximum".into(), json!(u32::MAX));
+                }
+                Some("uint64" | "int64" | "double") => {
+                    map.remove("format");
+                }
+                _ => {}
+            }
+            map.values_mut().for_each(integer_formats_to_ranges);
+        }
+        Value::Array(items) => items.iter_mut().for_each(integer_formats_to_ranges),
+        _ => {}
+    }
 }
 
 /// `version` is exactly 1.
@@ -43,6 +63,22 @@ pub fn resource_keys(schema: &mut Schema) {
     schema.insert(
         "propertyNames".into(),
         json!({ "pattern": RESOURCE_PATTERN }),
+    );
+}
+
+/// Keys that look secret (token, password, secret, key, credential; any case), as
+/// [`crate::validate::looks_secret`] decides, must hold references.
+pub fn secret_references(schema: &mut Schema) {
+    let any_case = |word: &str| -> String {
+        word.chars()
+            .map(|c| format!("[{}{}]", c.to_ascii_uppercase(), c))
+            .collect()
+    };
+    let needles = ["token", "password", "secret", "key", "credential"];
+    let keys = needles.map(any_case).join("|");
+    schema.insert(
+        "patternProperties".into(),
+        json!({ keys: { "type": "string", "pattern": SECRET_REFERENCE_PATTERN } }),
     );
 }
 
@@ -59,40 +95,6 @@ pub fn provider_account_iff_provider(schema: &mut Schema) {
     );
 }
 
-/// Absent optional fields are left out, never `null`: drop the `null` schemars allows for
-/// every `Option`.
-fn strip_null(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::Array(types)) = map.get_mut("type") {
-                types.retain(|t| t != "null");
-                if types.len() == 1 {
-                    let only = types.remove(0);
-                    map.insert("type".into(), only);
-                }
-            }
-            if let Some(Value::Array(any_of)) = map.get("anyOf") {
-                let rest: Vec<Value> = any_of
-                    .iter()
-                    .filter(|s| s.get("type") != Some(&json!("null")))
-                    .cloned()
-                    .collect();
-                if rest.len() == 1 {
-                    map.remove("anyOf");
-                    if let Value::Object(only) = &rest[0] {
-                        for (k, v) in only {
-                            map.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-            }
-            map.values_mut().for_each(strip_null);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_null),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,7 +106,10 @@ mod tests {
         assert_eq!(schema["additionalProperties"], false);
         assert_eq!(schema["properties"]["version"]["const"], 1);
         assert_eq!(schema["properties"]["pools"]["maxItems"], 1000);
-        assert_eq!(schema["properties"]["pools"]["type"], "array");
+        assert_eq!(
+            schema["properties"]["pools"]["type"],
+            json!(["array", "null"])
+        );
         let pool = &schema["definitions"]["Pool"];
         assert_eq!(pool["additionalProperties"], false);
         assert_eq!(pool["properties"]["name"]["pattern"], NAME_PATTERN);
@@ -121,14 +126,41 @@ mod tests {
         let flavor = &schema["definitions"]["Flavor"];
         assert_eq!(flavor["properties"]["vcpu"]["minimum"], 1);
         assert_eq!(flavor["properties"]["memoryGiB"]["minimum"], 1);
+        assert_eq!(flavor["properties"]["memoryGiB"]["maximum"], u32::MAX);
+        assert!(
+            !schema.to_string().contains("\"format\""),
+            "only standard keywords"
+        );
         let budget = &schema["definitions"]["Policy"]["properties"]["disruptionBudget"];
         assert_eq!(
             (budget["minimum"].clone(), budget["maximum"].clone()),
             (json!(0), json!(1))
         );
+        let account = &schema["definitions"]["ProviderAccount"]["properties"];
+        let secrets = account["config"]["patternProperties"].as_object().unwrap();
+        let (keys, value) = secrets.iter().next().unwrap();
+        assert!(keys.contains("[Tt][Oo][Kk][Ee][Nn]"), "{keys}");
+        assert_eq!(value["pattern"], SECRET_REFERENCE_PATTERN);
+        assert_eq!(account["provider"]["minLength"], 1);
+    }
+
+    /// `planner/fleet.schema.json` is what editors load: it must match the model. Run with
+    /// `UPDATE_EXPECT=1` to rewrite it.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn the_committed_schema_file_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fleet.schema.json");
+        let mut expected = serde_json::to_string_pretty(&document_schema()).unwrap();
+        expected.push('\n');
+        if std::env::var_os("UPDATE_EXPECT").is_some() {
+            std::fs::write(&path, &expected).unwrap();
+            return;
+        }
+        let actual = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
-            !schema.to_string().contains("\"null\""),
-            "optional fields are never null"
+            actual == expected,
+            "{} is stale: run `UPDATE_EXPECT=1 cargo test -p planner --lib schema`",
+            path.display()
         );
     }
 }
