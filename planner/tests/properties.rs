@@ -1,0 +1,465 @@
+//! Properties of the planner over generated valid documents and fleets (proptest):
+//! - applying a plan's calls to the fleet converges: the export then holds the document and a
+//!   re-plan has no calls and nothing to create, update or delete;
+//! - planning is deterministic;
+//! - a fleet that already matches plans to no calls and the planHash of the empty list;
+//! - validate never panics, whatever the bytes, and accepts what a valid document serializes to.
+#![cfg(not(target_arch = "wasm32"))]
+
+use planner::document::{
+    Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate, Site,
+    SiteKind, Warm,
+};
+use planner::fleet::Modules;
+use planner::{Document, Export, Fleet, Plan, PlanOptions, plan, plan_hash, validate};
+use proptest::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const TENANT: &str = "root";
+const CALLER: &str = "usr_ops";
+const TENANTS: [&str; 2] = ["acme", "globex"];
+const SITES: [&str; 3] = ["ams", "ber", "fra"];
+const ACCOUNTS: [&str; 2] = ["cloud", "metal"];
+const POOLS: [&str; 4] = ["burst", "gpu-a", "vps-ber", "vps-fra"];
+const FLAVORS: [&str; 3] = ["c2.xl", "g1.large", "g1.small"];
+const TEMPLATES: [&str; 3] = ["go", "node", "py-small"];
+const RESOURCES: [&str; 3] = ["gpu", "memory", "vcpu"];
+
+/// Random choices read one at a time, so a document is built by plain code and still shrinks
+/// (proptest shrinks each number toward 0, the first option).
+struct Tape<'a> {
+    values: &'a [u32],
+    at: usize,
+}
+
+impl Tape<'_> {
+    fn next(&mut self, n: u32) -> u32 {
+        let v = self.values.get(self.at).copied().unwrap_or(0);
+        self.at += 1;
+        v % n
+    }
+    fn chance(&mut self, percent: u32) -> bool {
+        self.next(100) < percent
+    }
+    fn pick<'s>(&mut self, from: &[&'s str]) -> &'s str {
+        from[self.next(from.len() as u32) as usize]
+    }
+    /// A subset of `from`, in its order.
+    fn subset<'s>(&mut self, from: &[&'s str], percent: u32) -> Vec<&'s str> {
+        from.iter()
+            .copied()
+            .filter(|_| self.chance(percent))
+            .collect()
+    }
+}
+
+/// The fixed fields of a pool follow from its name, so that two generated documents never
+/// disagree about them (that would be a blocked plan, tested elsewhere).
+fn pool_fixed(
+    name: &str,
+) -> (
+    &'static str,
+    PoolClass,
+    Option<&'static str>,
+    Option<&'static str>,
+) {
+    match name {
+        "burst" => ("fra", PoolClass::Provider, None, Some("cloud")),
+        "gpu-a" => ("ams", PoolClass::VpsHost, Some("L40S"), None),
+        "vps-ber" => ("ber", PoolClass::SandboxHost, None, None),
+        _ => ("fra", PoolClass::VpsHost, None, None),
+    }
+}
+
+fn quota(tape: &mut Tape) -> BTreeMap<String, u64> {
+    tape.subset(&RESOURCES, 50)
+        .into_iter()
+        .map(|r| (r.to_string(), u64::from(tape.next(5)) * 8))
+        .collect()
+}
+
+/// A valid, self-contained document: every reference names an item of the same document.
+/// Every site is always listed, with fixed fields that depend on its name only.
+fn document(tape: &mut Tape) -> Document {
+    let listed = |tape: &mut Tape| tape.chance(85);
+    let sites = SITES
+        .iter()
+        .map(|&name| Site {
+            name: name.into(),
+            kind: if name == "ber" {
+                SiteKind::Dedicated
+            } else {
+                SiteKind::Shared
+            },
+            region: format!("eu-{name}"),
+        })
+        .collect();
+
+    let accounts: Option<Vec<ProviderAccount>> = listed(tape).then(|| {
+        tape.subset(&ACCOUNTS, 70)
+            .into_iter()
+            .map(|name| {
+                let mut config = BTreeMap::new();
+                config.insert(
+                    "token".to_string(),
+                    ["secret://hetzner", "vault://kv/cloud", "env://CLOUD_TOKEN"]
+                        [tape.next(3) as usize]
+                        .to_string(),
+                );
+                if tape.chance(50) {
+                    config.insert("location".into(), tape.pick(&["fsn1", "nbg1"]).into());
+                }
+                ProviderAccount {
+                    name: name.into(),
+                    provider: format!("{name}-provider"),
+                    config,
+                }
+            })
+            .collect()
+    });
+    let has_account = |name: &str| accounts.iter().flatten().any(|a| a.name == name);
+
+    let pools: Option<Vec<Pool>> = listed(tape).then(|| {
+        tape.subset(&POOLS, 70)
+            .into_iter()
+            .filter(|name| pool_fixed(name).3.is_none_or(has_account))
+            .map(|name| {
+                let (site, class, gpu_model, account) = pool_fixed(name);
+                Pool {
+                    name: name.into(),
+                    site: site.into(),
+                    class,
+                    gpu_model: gpu_model.map(Into::into),
+                    provider_account: account.map(Into::into),
+                    policy: tape.chance(60).then(|| Policy {
+                        disruption_budget: [0.0, 0.1, 0.25, 1.0][tape.next(4) as usize],
+                    }),
+                    owner_quota: tape.chance(70).then(|| quota(tape)),
+                    offers: tape.chance(70).then(|| {
+                        tape.subset(&TENANTS, 50)
+                            .into_iter()
+                            .map(|tenant| Offer {
+                                tenant: tenant.into(),
+                                quota: quota(tape),
+                                priority: tape.chance(50).then(|| i64::from(tape.next(11)) - 5),
+                            })
+                            .collect()
+                    }),
+                }
+            })
+            .collect()
+    });
+    let pool_names: Vec<&str> = pools.iter().flatten().map(|p| p.name.as_str()).collect();
+
+    let flavors: Option<Vec<Flavor>> = (pools.is_some() && listed(tape)).then(|| {
+        let mut out = Vec::new();
+        for pool in &pool_names {
+            for name in tape.subset(&FLAVORS, 50) {
+                out.push(Flavor {
+                    pool: pool.to_string(),
+                    name: name.into(),
+                    vcpu: 1 + tape.next(8),
+                    memory_gib: 1 + tape.next(16),
+                    disk_gib: tape.next(3) * 40,
+                    gpu: tape.chance(30).then(|| tape.next(3)),
+                });
+            }
+        }
+        out
+    });
+
+    let templates: Option<Vec<SandboxTemplate>> = (flavors.is_some() && listed(tape)).then(|| {
+        let mut out = Vec::new();
+        for (i, name) in TEMPLATES.iter().enumerate() {
+            // A template's pool is fixed: it follows from its name.
+            let pool = ["vps-fra", "gpu-a", "vps-ber"][i];
+            let of_pool: Vec<&str> = flavors
+                .iter()
+                .flatten()
+                .filter(|f| f.pool == pool)
+                .map(|f| f.name.as_str())
+                .collect();
+            if of_pool.is_empty() || !tape.chance(70) {
+                continue;
+            }
+            out.push(SandboxTemplate {
+                name: name.to_string(),
+                pool: pool.into(),
+                flavor: tape.pick(&of_pool).into(),
+                image_id: tape.pick(&["ubuntu-24.04", "debian-13"]).into(),
+                env: tape.chance(50).then(|| {
+                    let mut env = BTreeMap::new();
+                    env.insert("PIP_INDEX_URL".to_string(), "secret://root/pip".to_string());
+                    if tape.chance(50) {
+                        env.insert("MODE".into(), tape.pick(&["fast", "safe"]).into());
+                    }
+                    env
+                }),
+                network: [Network::Private, Network::Public, Network::None][tape.next(3) as usize],
+                warm: tape.chance(50).then(|| {
+                    let min = tape.next(3);
+                    Warm {
+                        min,
+                        max: min + tape.next(3),
+                    }
+                }),
+            });
+        }
+        out
+    });
+
+    Document {
+        version: 1,
+        sites: listed(tape).then_some(sites),
+        provider_accounts: accounts,
+        pools,
+        flavors,
+        sandbox_templates: templates,
+    }
+}
+
+/// The fleet another document describes, as fleet would have created it.
+fn fleet_of(document: &Document) -> Fleet {
+    let tenants = TENANTS.iter().map(|t| t.to_string());
+    Fleet::from_document(TENANT, CALLER, Modules::default(), tenants, document)
+        .expect("a generated document builds a fleet")
+}
+
+fn tape() -> impl Strategy<Value = Vec<u32>> {
+    prop::collection::vec(any::<u32>(), 160)
+}
+
+fn assert_converged(again: &Plan) {
+    assert!(
+        again.calls.is_empty(),
+        "re-plan still has calls: {:#?}",
+        again.calls
+    );
+    let s = again.summary;
+    assert_eq!(
+        (s.create, s.update, s.delete),
+        (0, 0, 0),
+        "{:#?}",
+        again.changes
+    );
+    assert_eq!(again.plan_hash, plan_hash(&[]));
+}
+
+/// Plan names of a kind's items, as a sorted map to the item's JSON.
+fn by_name<T: serde::Serialize>(
+    items: &[T],
+    name: impl Fn(&T) -> String,
+) -> BTreeMap<String, Value> {
+    items
+        .iter()
+        .map(|i| (name(i), serde_json::to_value(i).unwrap()))
+        .collect()
+}
+
+/// The export holds every item of the document as the document says; with prune, nothing
+/// else of the kinds the document lists. Absent owner quotas and offers are left alone.
+fn assert_export_holds(export: &Export, document: &Document, prune: bool) {
+    let config = &export.config;
+    let check = |kind: &str, want: BTreeMap<String, Value>, have: BTreeMap<String, Value>| {
+        if prune {
+            assert_eq!(want, have, "{kind} after apply");
+        } else {
+            for (name, item) in &want {
+                assert_eq!(Some(item), have.get(name), "{kind} {name} after apply");
+            }
+        }
+    };
+    if let Some(sites) = &document.sites {
+        let have = config.sites.as_deref().unwrap_or_default();
+        check(
+            "site",
+            by_name(sites, |s| s.name.clone()),
+            by_name(have, |s| s.name.clone()),
+        );
+    }
+    if let Some(accounts) = &document.provider_accounts {
+        let have = config.provider_accounts.as_deref().unwrap_or_default();
+        check(
+            "providerAccount",
+            by_name(accounts, |a| a.name.clone()),
+            by_name(have, |a| a.name.clone()),
+        );
+    }
+    if let Some(pools) = &document.pools {
+        let have = config.pools.as_deref().unwrap_or_default();
+        let mut want = pools.clone();
+        for pool in &mut want {
+            let current = have.iter().find(|p| p.name == pool.name);
+            match (&pool.owner_quota, current) {
+                (None, Some(c)) => pool.owner_quota = c.owner_quota.clone(),
+                (Some(q), Some(c)) if !prune => {
+                    // Without prune, entries the document leaves out stay.
+                    let mut all = c.owner_quota.clone().unwrap_or_default();
+                    all.extend(q.clone());
+                    pool.owner_quota = Some(all);
+                }
+                _ => {}
+            }
+            match (&pool.offers, current) {
+                (None, Some(c)) => pool.offers = c.offers.clone(),
+                (Some(offers), Some(c)) if !prune => {
+                    let mut all: BTreeMap<String, Offer> = c
+                        .offers
+                        .iter()
+                        .flatten()
+                        .map(|o| (o.tenant.clone(), o.clone()))
+                        .collect();
+                    all.extend(offers.iter().map(|o| (o.tenant.clone(), o.clone())));
+                    pool.offers = Some(all.into_values().collect());
+                }
+                _ => {}
+            }
+            if let Some(offers) = &mut pool.offers {
+                offers.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+            }
+            pool.owner_quota.get_or_insert_default();
+            pool.offers.get_or_insert_default();
+        }
+        check(
+            "pool",
+            by_name(&want, |p| p.name.clone()),
+            by_name(have, |p| p.name.clone()),
+        );
+    }
+    if let Some(flavors) = &document.flavors {
+        let have = config.flavors.as_deref().unwrap_or_default();
+        let name = |f: &Flavor| format!("{}/{}", f.pool, f.name);
+        check("flavor", by_name(flavors, name), by_name(have, name));
+    }
+    if let Some(templates) = &document.sandbox_templates {
+        let have = config.sandbox_templates.as_deref().unwrap_or_default();
+        check(
+            "sandboxTemplate",
+            by_name(templates, |t| t.name.clone()),
+            by_name(have, |t| t.name.clone()),
+        );
+    }
+}
+
+/// Arbitrary JSON, up to a few levels deep, with keys the document uses among random ones.
+fn json() -> impl Strategy<Value = Value> {
+    let key = prop_oneof![
+        Just("version".to_string()),
+        Just("pools".to_string()),
+        Just("name".to_string()),
+        Just("offers".to_string()),
+        Just("quota".to_string()),
+        "[a-zA-Z]{0,8}",
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 64, 8, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::btree_map(key.clone(), inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, max_global_rejects: 4096, ..ProptestConfig::default() })]
+
+    #[test]
+    fn applying_a_plan_converges(desired in tape(), current in tape(), prune in any::<bool>()) {
+        let desired = document(&mut Tape { values: &desired, at: 0 });
+        let mut fleet = fleet_of(&document(&mut Tape { values: &current, at: 0 }));
+        let options = PlanOptions { prune };
+        let first = plan(&desired, &fleet.export(), options);
+        prop_assume!(!first.is_blocked());
+        if let Err((i, error)) = fleet.apply_all(&first.calls) {
+            panic!("call {i} ({:?}) failed: {error}", first.calls[i]);
+        }
+        let export = fleet.export();
+        assert_export_holds(&export, &desired, prune);
+        assert_converged(&plan(&desired, &export, options));
+    }
+
+    #[test]
+    fn planning_is_deterministic(desired in tape(), current in tape(), prune in any::<bool>()) {
+        let desired = document(&mut Tape { values: &desired, at: 0 });
+        let export = fleet_of(&document(&mut Tape { values: &current, at: 0 })).export();
+        let options = PlanOptions { prune };
+        let first = plan(&desired, &export, options);
+        // The same inputs again, and through their JSON, as the browser receives them.
+        let export_again: Export =
+            serde_json::from_str(&serde_json::to_string(&export).unwrap()).unwrap();
+        let desired_again = validate(&serde_json::to_vec(&desired).unwrap()).unwrap();
+        let second = plan(&desired_again, &export_again, options);
+        prop_assert_eq!(&first, &second);
+        prop_assert_eq!(&first.plan_hash, &plan_hash(&first.calls));
+        prop_assert_eq!(
+            serde_json::to_string(&first).unwrap(),
+            serde_json::to_string(&second).unwrap()
+        );
+    }
+
+    #[test]
+    fn an_unchanged_fleet_plans_no_calls(tape in tape(), prune in any::<bool>()) {
+        let document = document(&mut Tape { values: &tape, at: 0 });
+        let export = fleet_of(&document).export();
+        let planned = plan(&document, &export, PlanOptions { prune });
+        prop_assert!(!planned.is_blocked(), "{:#?}", planned.changes);
+        assert_converged(&planned);
+        // Exporting and planning the export with prune changes nothing either.
+        assert_converged(&plan(&export.config, &export, PlanOptions { prune: true }));
+    }
+
+    #[test]
+    fn a_valid_document_validates_to_itself(tape in tape()) {
+        let document = document(&mut Tape { values: &tape, at: 0 });
+        let bytes = serde_json::to_vec_pretty(&document).unwrap();
+        prop_assert_eq!(validate(&bytes), Ok(document));
+    }
+
+    #[test]
+    fn validate_never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        if let Err(invalid) = validate(&bytes) {
+            prop_assert!(!invalid.problems.is_empty());
+        }
+    }
+
+    #[test]
+    fn validate_never_panics_on_json(value in json()) {
+        if let Err(invalid) = validate(&serde_json::to_vec(&value).unwrap()) {
+            prop_assert!(!invalid.problems.is_empty());
+        }
+    }
+
+    #[test]
+    fn validate_never_panics_on_damaged_documents(
+        tape in tape(),
+        cuts in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+    ) {
+        // A valid document with a few bytes changed: near misses reach the deepest rules.
+        let document = document(&mut Tape { values: &tape, at: 0 });
+        let mut bytes = serde_json::to_vec(&document).unwrap();
+        for (at, byte) in cuts {
+            let at = at.index(bytes.len());
+            bytes[at] = byte;
+        }
+        if let Err(invalid) = validate(&bytes) {
+            prop_assert!(!invalid.problems.is_empty());
+        }
+    }
+}
+
+#[test]
+fn the_empty_call_list_has_the_known_hash() {
+    assert_eq!(
+        plan_hash(&[]).to_string(),
+        "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
+    );
+}
