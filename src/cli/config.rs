@@ -122,10 +122,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn resolve(
-        flags: &ConnectionFlags,
-        vars: &[(&str, &str)],
-    ) -> Result<Connection, CliError> {
+    fn resolve(flags: &ConnectionFlags, vars: &[(&str, &str)]) -> Result<Connection, CliError> {
         let vars: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -165,8 +162,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join(".config/better-compute");
         std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(folder.join("config.toml"), "url = \"http://home\"\ntoken = \"t\"\n")
-            .unwrap();
+        std::fs::write(
+            folder.join("config.toml"),
+            "url = \"http://home\"\ntoken = \"t\"\n",
+        )
+        .unwrap();
         let home = dir.path().to_str().unwrap();
         let found = resolve(&ConnectionFlags::default(), &[("HOME", home)]).unwrap();
         assert_eq!(found.url, "http://home");

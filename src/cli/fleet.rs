@@ -27,7 +27,9 @@ pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> 
     if let (Some(out), Some(state)) = (&request.out, &request.state)
         && out == state
     {
-        return Err(CliError::usage("--out and --state must name different files"));
+        return Err(CliError::usage(
+            "--out and --state must name different files",
+        ));
     }
     // Refuse before asking the server, so a mistake costs nothing.
     for path in [&request.out, &request.state].into_iter().flatten() {
@@ -56,7 +58,11 @@ pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> 
         write_new(path, &pretty(&answer))?;
     }
     if let Some(path) = &request.out {
-        eprintln!("Wrote tenant {}'s fleet to {}.", request.tenant, path.display());
+        eprintln!(
+            "Wrote tenant {}'s fleet to {}.",
+            request.tenant,
+            path.display()
+        );
     }
     Ok(())
 }
@@ -66,8 +72,9 @@ pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> 
 pub enum Against {
     /// The server (`fleet.plan`) for this tenant.
     Server(String),
-    /// A saved export (`fleet export --state`), offline.
-    State(PathBuf),
+    /// A saved export (`fleet export --state`), offline; the tenant, when given, must be the
+    /// export's.
+    State(PathBuf, Option<String>),
 }
 
 /// What `fleet plan` needs.
@@ -90,12 +97,29 @@ pub struct PlanRequest {
 /// `fleet plan`: validates locally, plans on the server or against a saved export, prints
 /// the changes; `PLAN_BLOCKED` when blocked, `FLEET_DRIFTED` (with `--fail-on-drift`) when any
 /// call would run.
-pub fn plan(client: impl FnOnce() -> Result<Client, CliError>, request: &PlanRequest, style: Style) -> Result<(), CliError> {
+pub fn plan(
+    client: impl FnOnce() -> Result<Client, CliError>,
+    request: &PlanRequest,
+    style: Style,
+) -> Result<(), CliError> {
     let (document, raw) = read_document(&request.file)?;
     let plan = match &request.against {
-        Against::State(path) => {
+        Against::State(path, tenant) => {
             let export = read_export(path)?;
-            planner::plan(&document, &export, PlanOptions { prune: request.prune })
+            if let Some(tenant) = tenant.as_ref().filter(|t| **t != export.tenant_id) {
+                return Err(CliError::usage(format!(
+                    "--tenant {tenant} does not match {}, an export of tenant {}",
+                    path.display(),
+                    export.tenant_id
+                )));
+            }
+            planner::plan(
+                &document,
+                &export,
+                PlanOptions {
+                    prune: request.prune,
+                },
+            )
         }
         Against::Server(tenant) => {
             let client = client()?;
@@ -171,7 +195,10 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
             plan_on_server(client, &request.file, &request.tenant, &raw, request.prune)?
         }
     };
-    print!("{}", render::changes(&planned.changes, &planned.summary, style));
+    print!(
+        "{}",
+        render::changes(&planned.changes, &planned.summary, style)
+    );
     check_blocked(&planned)?;
     let later = format!(
         "better-compute fleet apply {} --tenant {}{} --plan-hash {}",
@@ -181,7 +208,9 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         planned.plan_hash
     );
     if planned.calls.is_empty() {
-        println!("Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged.");
+        println!(
+            "Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged."
+        );
         println!("To record this document as the drift baseline anyway: {later}");
         return Ok(());
     }
@@ -206,7 +235,10 @@ fn apply_call(
     match client.call::<_, Applied>("fleet.apply", input) {
         Ok(done) => {
             if print_plan {
-                print!("{}", render::changes(&done.plan.changes, &done.plan.summary, style));
+                print!(
+                    "{}",
+                    render::changes(&done.plan.changes, &done.plan.summary, style)
+                );
             }
             if done.plan.calls.is_empty() {
                 println!("Applied 0 calls: recorded the document as the drift baseline.");
@@ -255,7 +287,9 @@ pub struct StatusRequest {
 pub fn status(client: &Client, request: &StatusRequest, style: Style) -> Result<(), CliError> {
     let answer: Value = client.call("fleet.status", &json!({ "tenantId": request.tenant }))?;
     let status: Status = serde_json::from_value(answer.clone()).map_err(|err| {
-        CliError::failed(format!("the answer of fleet.status is not what this CLI expects: {err}"))
+        CliError::failed(format!(
+            "the answer of fleet.status is not what this CLI expects: {err}"
+        ))
     })?;
     if request.json {
         print!("{}", pretty(&answer));

@@ -41,7 +41,9 @@ enum Command {
     /// Fleet as code: export, plan, apply, status, validate.
     Fleet(FleetArgs),
     /// Print a shell completion script.
-    #[command(after_help = "Example:\n  better-compute completions bash > /etc/bash_completion.d/better-compute")]
+    #[command(
+        after_help = "Example:\n  better-compute completions bash > /etc/bash_completion.d/better-compute"
+    )]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
@@ -237,7 +239,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
             output,
         } => {
             let against = match (state, tenant) {
-                (Some(state), _) => Against::State(state),
+                (Some(state), tenant) => Against::State(state, tenant),
                 (None, Some(tenant)) => Against::Server(tenant),
                 (None, None) => unreachable!("clap requires --tenant without --state"),
             };

@@ -71,7 +71,10 @@ pub fn summary_line(summary: &Summary) -> String {
 /// One line per change that does something, then the counts line.
 pub fn changes(changes: &[Change], summary: &Summary, style: Style) -> String {
     let mut out = String::new();
-    for line in changes.iter().filter_map(|change| change_line(change, style)) {
+    for line in changes
+        .iter()
+        .filter_map(|change| change_line(change, style))
+    {
         out.push_str(&line);
         out.push('\n');
     }
@@ -249,8 +252,12 @@ mod tests {
     fn seed_changes() -> Vec<Change> {
         vec![
             change(json!({"kind": "site", "name": "fra", "action": "unchanged"})),
-            change(json!({"kind": "pool", "name": "vps-fra", "action": "update", "fields": ["policy"]})),
-            change(json!({"kind": "ownerQuota", "name": "vps-fra:gpu", "action": "update", "fields": ["max"]})),
+            change(
+                json!({"kind": "pool", "name": "vps-fra", "action": "update", "fields": ["policy"]}),
+            ),
+            change(
+                json!({"kind": "ownerQuota", "name": "vps-fra:gpu", "action": "update", "fields": ["max"]}),
+            ),
             change(json!({"kind": "offer", "name": "vps-fra -> globex", "action": "create"})),
             change(json!({"kind": "flavor", "name": "vps-fra/g1.large", "action": "create"})),
         ]
@@ -277,7 +284,8 @@ mod tests {
 
     #[test]
     fn deletes_blocked_changes_and_colour() {
-        let delete = change(json!({"kind": "flavor", "name": "vps-fra/g1.small", "action": "delete"}));
+        let delete =
+            change(json!({"kind": "flavor", "name": "vps-fra/g1.small", "action": "delete"}));
         assert_eq!(
             change_line(&delete, Style::default()).unwrap(),
             "- flavor vps-fra/g1.small"

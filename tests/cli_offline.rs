@@ -1,0 +1,626 @@
+//! The `better-compute fleet` commands that need no server, run as a user runs them: the real
+//! binary, real files, output compared as expected text.
+
+use planner::fleet::{Fleet, Modules};
+use planner::{Document, Plan, PlanOptions};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// What a run of the binary did.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A scratch folder with the binary run inside it, isolated from the user's configuration.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, value: &Value) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+        path
+    }
+
+    /// Runs `better-compute <args>` with `vars` as the only `BETTER_COMPUTE_*` variables
+    /// and a HOME without a configuration file.
+    fn run(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_better-compute"));
+        command.args(args).current_dir(self.dir.path());
+        for (name, _) in std::env::vars() {
+            if name.starts_with("BETTER_COMPUTE_")
+                || name == "NO_COLOR"
+                || name == "CLICOLOR_FORCE"
+                || name == "XDG_CONFIG_HOME"
+            {
+                command.env_remove(name);
+            }
+        }
+        command.env("HOME", self.dir.path());
+        command.envs(vars.iter().copied());
+        let output = command.output().expect("running better-compute");
+        Run {
+            code: output.status.code().expect("exited, not killed"),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+}
+
+/// The fleet as it is: the seed's example with a looser policy, a smaller owner quota, one
+/// offer and one flavor.
+fn current() -> Value {
+    json!({
+        "version": 1,
+        "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+        "providerAccounts": [{
+            "name": "cloud", "provider": "hetzner-cloud",
+            "config": { "token": "secret://hetzner", "location": "fsn1" }
+        }],
+        "pools": [
+            {
+                "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+                "policy": { "disruptionBudget": 0.2 },
+                "ownerQuota": { "gpu": 4 },
+                "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
+            },
+            { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
+        ],
+        "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }]
+    })
+}
+
+/// The reviewed document: the seed's plan example (policy, owner quota, a new offer to
+/// globex, a new flavor).
+fn reviewed() -> Value {
+    let mut doc = current();
+    let pool = &mut doc["pools"][0];
+    pool["policy"] = json!({ "disruptionBudget": 0.1 });
+    pool["ownerQuota"] = json!({ "gpu": 8 });
+    pool["offers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "tenant": "globex", "quota": { "vcpu": 16 } }));
+    doc["flavors"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "pool": "vps-fra", "name": "g1.large", "vcpu": 8, "memoryGiB": 32, "diskGiB": 200 }));
+    doc
+}
+
+/// The export of a fleet built from `document` (what `fleet export --state` writes).
+fn export_of(document: &Value) -> Value {
+    let document: Document = serde_json::from_value(document.clone()).unwrap();
+    let fleet = Fleet::from_document(
+        "root",
+        "usr_ops",
+        Modules::default(),
+        ["acme".to_owned(), "globex".to_owned()],
+        &document,
+    )
+    .unwrap();
+    serde_json::to_value(fleet.export()).unwrap()
+}
+
+fn planned(document: &Value, export: &Value, prune: bool) -> Plan {
+    let document = planner::validate(document.to_string().as_bytes()).unwrap();
+    let export = serde_json::from_value(export.clone()).unwrap();
+    planner::plan(&document, &export, PlanOptions { prune })
+}
+
+#[test]
+fn plan_against_a_saved_export_prints_the_seeds_lines() {
+    let sandbox = Sandbox::new();
+    let export = export_of(&current());
+    sandbox.write("export.json", &export);
+    sandbox.write("fleet.json", &reviewed());
+    let expected = planned(&reviewed(), &export, false);
+
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "~ pool vps-fra (policy)\n\
+             ~ ownerQuota vps-fra:gpu (max)\n\
+             + offer vps-fra -> globex\n\
+             + flavor vps-fra/g1.large\n\
+             2 to create, 2 to update, 0 to delete, 5 unchanged.\n\
+             planHash: {}\n",
+            expected.plan_hash
+        )
+    );
+    assert_eq!(run.stderr, "");
+
+    // --calls lists each call with its canonical input, between the counts and the hash.
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--calls",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[4],
+        "2 to create, 2 to update, 0 to delete, 5 unchanged."
+    );
+    assert_eq!(lines[5], format!("Calls ({}):", expected.calls.len()));
+    for (line, call) in lines[6..].iter().zip(&expected.calls) {
+        let input = serde_json::to_value(call).unwrap()["input"].clone();
+        assert_eq!(
+            *line,
+            format!("  {} {}", call.method(), planner::canonicalize(&input))
+        );
+    }
+    assert_eq!(lines.len(), 6 + expected.calls.len() + 1);
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!("planHash: {}", expected.plan_hash)
+    );
+    assert!(lines[6].starts_with("  pool.update {"), "{}", run.stdout);
+}
+
+#[test]
+fn plan_output_json_is_the_plan() {
+    let sandbox = Sandbox::new();
+    let export = export_of(&current());
+    sandbox.write("export.json", &export);
+    sandbox.write("fleet.json", &reviewed());
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--output",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan: Plan = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(plan, planned(&reviewed(), &export, false));
+    let raw: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(raw["planHash"].is_string() && raw["summary"]["create"] == 2);
+}
+
+#[test]
+fn fail_on_drift_fails_only_when_calls_would_run() {
+    let sandbox = Sandbox::new();
+    sandbox.write("export.json", &export_of(&current()));
+    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("same.json", &current());
+
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--fail-on-drift",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("+ flavor vps-fra/g1.large\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stderr,
+        "error: FLEET_DRIFTED: 4 calls would run: the fleet does not match fleet.json\n"
+    );
+
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "same.json",
+            "--state",
+            "export.json",
+            "--fail-on-drift",
+            "--prune",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "0 to create, 0 to update, 0 to delete, 7 unchanged."
+    );
+    assert!(lines[1].starts_with("planHash: "));
+    assert_eq!(lines.len(), 2);
+}
+
+#[test]
+fn prune_plans_deletes() {
+    let sandbox = Sandbox::new();
+    sandbox.write("export.json", &export_of(&current()));
+    let mut doc = current();
+    doc["flavors"] = json!([]);
+    sandbox.write("fleet.json", &doc);
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--prune",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(
+            "- flavor vps-fra/g1.small\n0 to create, 0 to update, 1 to delete, 6 unchanged.\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    // Without prune nothing is deleted.
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert!(
+        run.stdout
+            .starts_with("0 to create, 0 to update, 0 to delete, 6 unchanged.\n")
+    );
+}
+
+#[test]
+fn a_blocked_plan_exits_plan_blocked() {
+    let sandbox = Sandbox::new();
+    sandbox.write("export.json", &export_of(&current()));
+    let mut doc = current();
+    doc["pools"][0]["gpuModel"] = json!("H100");
+    sandbox.write("fleet.json", &doc);
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    let first = run.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("! ~ pool vps-fra (gpuModel) (blocked: ")
+            && first.contains("gpuModel cannot change"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.lines().last().unwrap().starts_with("planHash: "));
+    assert_eq!(
+        run.stderr,
+        "error: PLAN_BLOCKED: the plan is blocked: 1 change cannot be applied (marked !); fix the document\n"
+    );
+}
+
+#[test]
+fn validate_prints_every_problem_with_its_path() {
+    let sandbox = Sandbox::new();
+    sandbox.write("fleet.json", &reviewed());
+    let run = sandbox.run(&["fleet", "validate", "fleet.json"], &[]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "fleet.json: valid\n", "")
+    );
+
+    let bad = json!({
+        "version": 2,
+        "sites": [{ "name": "Fra!", "kind": "shared", "region": "eu-central" }],
+        "pools": [{
+            "name": "vps-fra", "site": "fra", "class": "vps-host",
+            "offers": [
+                { "tenant": "acme", "quota": { "vcpu": 1 } },
+                { "tenant": "globex", "quota": { "vcpu": -1 } }
+            ]
+        }]
+    });
+    sandbox.write("bad.json", &bad);
+    let run = sandbox.run(&["fleet", "validate", "bad.json"], &[]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    for path in ["version", "sites[0].name", "pools[0].offers[1].quota.vcpu"] {
+        let prefix = format!("bad.json: {path}: ");
+        assert!(
+            lines.iter().any(|line| line.starts_with(&prefix)),
+            "no line starts with {prefix:?}:\n{}",
+            run.stderr
+        );
+    }
+    let last = lines.last().unwrap();
+    assert!(
+        last.starts_with("error: INVALID_INPUT: bad.json does not validate (")
+            && last.ends_with(" problems)"),
+        "{last}"
+    );
+
+    // plan validates before anything else: no server, no state needed to see the problems.
+    let run = sandbox.run(&["fleet", "plan", "bad.json", "--tenant", "root"], &[]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("bad.json: pools[0].offers[1].quota.vcpu: "),
+        "{}",
+        run.stderr
+    );
+
+    // Several files: each is reported, the exit says how many failed.
+    let run = sandbox.run(&["fleet", "validate", "fleet.json", "bad.json"], &[]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "fleet.json: valid\n");
+    assert!(
+        run.stderr
+            .ends_with("error: INVALID_INPUT: 1 of 2 files do not validate\n"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::write(sandbox.path("broken.json"), "{\"version\": 1,").unwrap();
+    let run = sandbox.run(&["fleet", "validate", "broken.json"], &[]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.starts_with("broken.json: "), "{}", run.stderr);
+
+    let run = sandbox.run(&["fleet", "validate", "absent.json"], &[]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: cannot read absent.json: "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let sandbox = Sandbox::new();
+    sandbox.write("fleet.json", &reviewed());
+    let cases: &[&[&str]] = &[
+        &["fleet", "plan"],
+        &["fleet", "plan", "fleet.json"],
+        &[
+            "fleet",
+            "apply",
+            "fleet.json",
+            "--tenant",
+            "root",
+            "--yes",
+            "--plan-hash",
+            "abc",
+        ],
+        &["fleet", "status"],
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--tenant",
+            "root",
+            "--output",
+            "yaml",
+        ],
+        &["fleet", "validate"],
+        &["fleet", "frobnicate"],
+    ];
+    for args in cases {
+        let run = sandbox.run(args, &[]);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_missing_url_or_token_says_how_to_provide_it() {
+    let sandbox = Sandbox::new();
+    sandbox.write("fleet.json", &reviewed());
+    let run = sandbox.run(&["fleet", "status", "--tenant", "root"], &[]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.starts_with(
+            "error: no server URL: pass --url URL, set BETTER_COMPUTE_URL, or put `url = "
+        ) && run.stderr.contains("config.toml"),
+        "{}",
+        run.stderr
+    );
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--tenant",
+            "root",
+            "--url",
+            "http://127.0.0.1:9",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .starts_with("error: no API key: set BETTER_COMPUTE_TOKEN, or put `token = "),
+        "{}",
+        run.stderr
+    );
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "status",
+            "--tenant",
+            "root",
+            "--config",
+            "nonexistent.toml",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("nonexistent.toml"), "{}", run.stderr);
+}
+
+#[test]
+fn export_refuses_to_overwrite_a_file() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.path("fleet.json"), "precious").unwrap();
+    // Nothing listens on port 9: the refusal comes before any request.
+    let vars = [
+        ("BETTER_COMPUTE_URL", "http://127.0.0.1:9"),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let run = sandbox.run(
+        &["fleet", "export", "--tenant", "root", "--out", "fleet.json"],
+        &vars,
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: fleet.json already exists; refusing to overwrite it (remove it or choose another file)\n"
+    );
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "export",
+            "--tenant",
+            "root",
+            "--out",
+            "new.json",
+            "--state",
+            "fleet.json",
+        ],
+        &vars,
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("refusing to overwrite"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sandbox.path("fleet.json")).unwrap(),
+        "precious"
+    );
+    assert!(!sandbox.path("new.json").exists());
+
+    // And an unreachable server is an error exit 1 that names it.
+    let run = sandbox.run(
+        &["fleet", "export", "--tenant", "root", "--out", "new.json"],
+        &vars,
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .starts_with("error: cannot reach http://127.0.0.1:9: "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn colour_only_when_asked_and_never_with_no_color() {
+    let sandbox = Sandbox::new();
+    sandbox.write("export.json", &export_of(&current()));
+    sandbox.write("fleet.json", &reviewed());
+    let args = ["fleet", "plan", "fleet.json", "--state", "export.json"];
+    // Piped: plain.
+    assert!(!sandbox.run(&args, &[]).stdout.contains('\x1b'));
+    let forced = sandbox.run(&args, &[("CLICOLOR_FORCE", "1")]);
+    assert!(
+        forced
+            .stdout
+            .starts_with("\x1b[33m~ pool vps-fra (policy)\x1b[0m\n"),
+        "{:?}",
+        forced.stdout
+    );
+    let no_color = sandbox.run(&args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!no_color.stdout.contains('\x1b'));
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    let sandbox = Sandbox::new();
+    for command in ["export", "plan", "apply", "status", "validate"] {
+        let run = sandbox.run(&["fleet", command, "--help"], &[]);
+        assert_eq!(run.code, 0, "{command}: {}", run.stderr);
+        let example = format!("  better-compute fleet {command} ");
+        assert!(run.stdout.contains("Example"), "{command}:\n{}", run.stdout);
+        assert!(run.stdout.contains(&example), "{command}:\n{}", run.stdout);
+    }
+    let run = sandbox.run(&["fleet", "--help"], &[]);
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.contains("BETTER_COMPUTE_TOKEN") && run.stdout.contains("Exit codes"));
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let sandbox = Sandbox::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let run = sandbox.run(&["completions", shell], &[]);
+        assert_eq!(run.code, 0, "{shell}: {}", run.stderr);
+        assert!(run.stdout.contains("better-compute"), "{shell}");
+        assert!(run.stdout.contains("plan-hash"), "{shell}");
+    }
+    assert_eq!(sandbox.run(&["completions", "tcsh"], &[]).code, 2);
+}
+
+#[test]
+fn a_state_that_is_not_an_export_is_an_error() {
+    let sandbox = Sandbox::new();
+    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("export.json", &reviewed());
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: export.json is not a saved export (write one with `fleet export --state FILE`): "),
+        "{}",
+        run.stderr
+    );
+    sandbox.write("export.json", &export_of(&current()));
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--tenant",
+            "acme",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "error: --tenant acme does not match export.json, an export of tenant root\n"
+    );
+}
