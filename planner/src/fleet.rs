@@ -5,19 +5,21 @@
 //! nothing left to do. It is pure like the rest of the planner: ids of objects created without
 //! an idempotency key come from a counter, not from randomness.
 //!
-//! Semantics, one place for the server to compare against:
+//! Semantics, the server's (`src/server/objects.rs`), in one place to compare against:
 //! - Every object and every owner quota entry and offer has a revision: 1 on create, +1 on every
-//!   call that changes it (a call that changes nothing leaves it). Entries have their own
+//!   update-like call (a write, even when the values are the same). Entries have their own
 //!   revisions; changing one does not move its pool's.
-//! - `ifRevision` that does not match is [`FleetError::Conflict`], naming the object by its
-//!   plan name. On `setOwnerQuota` and `offer`, an `ifRevision` for an entry that does not exist
-//!   is a conflict too; without one the call sets the entry whatever its revision.
+//! - `ifRevision` that does not match is [`FleetError::Conflict`], naming the object as the
+//!   server's `details.object` does (`pool pool_…`). On `setOwnerQuota`, `offer` and `unoffer`,
+//!   an `ifRevision` for an entry that does not exist is a conflict too; without one,
+//!   `setOwnerQuota` and `offer` set the entry whatever its revision.
 //! - A create with an idempotency key gets `derive_id(kind, caller, key)`; when that object
-//!   exists the call returns it and changes nothing. Sites and pools record the name fleet gave
-//!   them (the key's last segment), like `fleet_names`.
-//! - `pool.archive` removes the pool with its owner quotas and offers. Deleting an object that
-//!   another still uses (a provider account by a pool, a pool by a flavor or template, a flavor
-//!   by a template) is [`FleetError::InUse`]: the plan orders deletes so this never happens.
+//!   exists the call answers it and changes nothing (an archived pool comes back to life with
+//!   the new fields, revision +1). Sites and pools created with a key record the name fleet
+//!   gave them, the key's last segment, like `fleet_names`.
+//! - `pool.archive` removes the pool's owner quotas, offers and name; the pool and its flavors
+//!   leave the export. Deleting a provider account a pool uses, or a flavor a template uses,
+//!   is [`FleetError::InUse`].
 //! - `setOwnerQuota` with `max: null` removes the entry (nothing when there is none).
 
 use crate::calls::{
@@ -51,25 +53,22 @@ pub enum FleetError {
         id: String,
     },
     /// `ifRevision` no longer matches: someone changed the object since the plan.
-    #[error("{kind} \"{name}\" is at revision {}, not {expected}", actual.map_or("none (it does not exist)".to_string(), |r| r.to_string()))]
+    #[error("{object} is at revision {}, not {expected}", actual.map_or("none (it does not exist)".to_string(), |r| r.to_string()))]
     Conflict {
-        /// The object's kind.
-        kind: Kind,
-        /// The object's plan name (`vps-fra -> acme`).
-        name: String,
+        /// The object, as the server's `details.object` names it: `pool pool_…`,
+        /// `ownerQuota pool_…:gpu`, `offer pool_… -> acme`.
+        object: String,
         /// The revision the call expected.
         expected: u64,
         /// The object's revision, `None` when the entry does not exist.
         actual: Option<u64>,
     },
     /// The object is still used by another.
-    #[error("{kind} \"{name}\" is used by {user}")]
+    #[error("{object} is used by {user}")]
     InUse {
-        /// The object's kind.
-        kind: Kind,
-        /// Its plan name.
-        name: String,
-        /// Who uses it, such as `pool "burst"`.
+        /// The object, such as `providerAccount pa_…`.
+        object: String,
+        /// Who uses it, such as `pool pool_…`.
         user: String,
     },
     /// Another object already has this name.
@@ -165,6 +164,9 @@ struct PoolObj {
     policy: Option<Policy>,
     owner_quota: BTreeMap<String, Entry<u64>>,
     offers: BTreeMap<String, Entry<OfferState>>,
+    /// Archived pools keep their id (a create with the same key revives them) but leave
+    /// the fleet.
+    archived: bool,
     revision: u64,
 }
 
@@ -367,12 +369,14 @@ impl Fleet {
     pub fn resolve(&self, kind: Kind, name: &str) -> Result<String, FleetError> {
         let found = match kind {
             Kind::Site => self.named_id(self.sites.keys(), name),
-            Kind::Pool => self.named_id(self.pools.keys(), name).or_else(|| {
-                self.offered_pools
-                    .iter()
-                    .find(|p| p.id == name)
-                    .map(|p| p.id.clone())
-            }),
+            Kind::Pool => self
+                .named_id(self.live_pools().map(|(id, _)| id), name)
+                .or_else(|| {
+                    self.offered_pools
+                        .iter()
+                        .find(|p| p.id == name)
+                        .map(|p| p.id.clone())
+                }),
             Kind::ProviderAccount => self
                 .accounts
                 .iter()
@@ -386,6 +390,7 @@ impl Fleet {
             Kind::Flavor => self
                 .flavors
                 .iter()
+                .filter(|(_, f)| self.is_live(&f.pool_id))
                 .find(|(id, f)| *id == name || self.flavor_plan_name(f) == name)
                 .map(|(id, _)| id.clone()),
             Kind::OwnerQuota | Kind::Offer => None,
@@ -540,15 +545,12 @@ impl Fleet {
             .get_mut(&i.id)
             .ok_or_else(|| not_found("providerAccount", &i.id))?;
         check(
-            Kind::ProviderAccount,
-            &account.name,
+            format!("providerAccount {}", i.id),
             i.if_revision,
             account.revision,
         )?;
-        if account.config != i.config {
-            account.config = i.config.clone();
-            account.revision += 1;
-        }
+        account.config = i.config.clone();
+        account.revision += 1;
         Ok(())
     }
 
@@ -557,86 +559,55 @@ impl Fleet {
             .accounts
             .get(&i.id)
             .ok_or_else(|| not_found("providerAccount", &i.id))?;
-        check(
-            Kind::ProviderAccount,
-            &account.name,
-            i.if_revision,
-            account.revision,
-        )?;
+        let object = format!("providerAccount {}", i.id);
+        check(object.clone(), i.if_revision, account.revision)?;
         if let Some((pool_id, _)) = self
-            .pools
-            .iter()
+            .live_pools()
             .find(|(_, p)| p.provider_account_id.as_deref() == Some(&i.id))
         {
             return Err(FleetError::InUse {
-                kind: Kind::ProviderAccount,
-                name: account.name.clone(),
-                user: format!("pool \"{}\"", self.plan_name_of(pool_id)),
+                object,
+                user: format!("pool {pool_id}"),
             });
         }
         self.accounts.remove(&i.id);
         Ok(())
     }
 
-    /// Records the name fleet gives a created site or pool: the key's last segment.
-    fn record_name(&mut self, kind: Kind, id: &str, key: Option<&str>) -> Result<(), FleetError> {
-        let Some(name) = key.and_then(|k| k.rsplit(':').next()) else {
-            return Ok(());
-        };
-        let taken = match kind {
-            Kind::Site => self
-                .sites
-                .keys()
-                .any(|other| self.plan_name_of(other) == name),
-            _ => self
-                .pools
-                .keys()
-                .any(|other| self.plan_name_of(other) == name),
-        };
-        if taken {
-            return Err(FleetError::AlreadyExists {
-                kind,
-                name: name.to_string(),
-            });
+    /// Records the name fleet gives a created site or pool, the key's last segment, as
+    /// `fleet.apply` does for every create it runs.
+    fn record_name(&mut self, id: &str, key: Option<&str>) {
+        if let Some(name) = key.and_then(|k| k.splitn(4, ':').nth(3)) {
+            self.names.insert(id.to_string(), name.to_string());
         }
-        self.names.insert(id.to_string(), name.to_string());
-        Ok(())
     }
 
     fn site_create(&mut self, i: &SiteCreate) -> Result<String, FleetError> {
         let id = self.new_id(Kind::Site, i.idempotency_key.as_deref());
-        if self.sites.contains_key(&id) {
-            return Ok(id);
-        }
-        self.record_name(Kind::Site, &id, i.idempotency_key.as_deref())?;
-        self.sites.insert(
-            id.clone(),
-            SiteObj {
-                kind: i.kind,
-                region: i.region.clone(),
-                revision: 1,
-            },
-        );
+        self.record_name(&id, i.idempotency_key.as_deref());
+        self.sites.entry(id.clone()).or_insert_with(|| SiteObj {
+            kind: i.kind,
+            region: i.region.clone(),
+            revision: 1,
+        });
         Ok(id)
     }
 
     fn pool_create(&mut self, i: &PoolCreate) -> Result<String, FleetError> {
-        let id = self.new_id(Kind::Pool, i.idempotency_key.as_deref());
-        if self.pools.contains_key(&id) {
-            return Ok(id);
-        }
-        if !self.sites.contains_key(&i.site_id) {
-            return Err(not_found("site", &i.site_id));
-        }
         match (&i.provider_account_id, i.class) {
             (Some(account), PoolClass::Provider) => {
+                if !self.modules.vps {
+                    return Err(FleetError::Unsupported {
+                        method: "pool.create with a provider account",
+                    });
+                }
                 if !self.accounts.contains_key(account) {
                     return Err(not_found("providerAccount", account));
                 }
             }
             (None, PoolClass::Provider) => {
                 return Err(FleetError::Invalid(
-                    "a pool of class provider needs a provider account".into(),
+                    "a pool of class provider names its provider account".into(),
                 ));
             }
             (Some(_), _) => {
@@ -646,93 +617,110 @@ impl Fleet {
             }
             (None, _) => {}
         }
-        self.record_name(Kind::Pool, &id, i.idempotency_key.as_deref())?;
-        self.pools.insert(
-            id.clone(),
-            PoolObj {
-                site_id: i.site_id.clone(),
-                class: i.class,
-                gpu_model: i.gpu_model.clone(),
-                provider_account_id: i.provider_account_id.clone(),
-                policy: i.policy.clone(),
-                owner_quota: BTreeMap::new(),
-                offers: BTreeMap::new(),
-                revision: 1,
-            },
-        );
+        if !self.sites.contains_key(&i.site_id) {
+            return Err(not_found("site", &i.site_id));
+        }
+        let id = self.new_id(Kind::Pool, i.idempotency_key.as_deref());
+        let pool = PoolObj {
+            site_id: i.site_id.clone(),
+            class: i.class,
+            gpu_model: i.gpu_model.clone(),
+            provider_account_id: i.provider_account_id.clone(),
+            policy: i.policy.clone(),
+            owner_quota: BTreeMap::new(),
+            offers: BTreeMap::new(),
+            archived: false,
+            revision: 1,
+        };
+        match self.pools.get_mut(&id) {
+            // Re-created after an archive: the deterministic id comes back to life.
+            Some(found) if found.archived => {
+                *found = PoolObj {
+                    revision: found.revision + 1,
+                    ..pool
+                };
+            }
+            Some(_) => {}
+            None => {
+                self.pools.insert(id.clone(), pool);
+            }
+        }
+        self.record_name(&id, i.idempotency_key.as_deref());
         Ok(id)
     }
 
-    fn pool_mut(&mut self, id: &str) -> Result<(String, &mut PoolObj), FleetError> {
-        let name = self.plan_name_of(id).to_string();
-        let pool = self
-            .pools
+    /// True for a pool of the fleet that is not archived.
+    fn is_live(&self, pool_id: &str) -> bool {
+        self.pools.get(pool_id).is_some_and(|p| !p.archived)
+    }
+
+    /// The pools that are not archived.
+    fn live_pools(&self) -> impl Iterator<Item = (&String, &PoolObj)> {
+        self.pools.iter().filter(|(_, p)| !p.archived)
+    }
+
+    fn pool_mut(&mut self, id: &str) -> Result<&mut PoolObj, FleetError> {
+        self.pools
             .get_mut(id)
-            .ok_or_else(|| not_found("pool", id))?;
-        Ok((name, pool))
+            .filter(|p| !p.archived)
+            .ok_or_else(|| not_found("pool", id))
     }
 
     fn pool_update(&mut self, i: &PoolUpdate) -> Result<(), FleetError> {
-        let (name, pool) = self.pool_mut(&i.id)?;
-        check(Kind::Pool, &name, i.if_revision, pool.revision)?;
-        if pool.policy != i.policy {
-            pool.policy = i.policy.clone();
-            pool.revision += 1;
-        }
+        let pool = self.pool_mut(&i.id)?;
+        check(format!("pool {}", i.id), i.if_revision, pool.revision)?;
+        pool.policy = i.policy.clone();
+        pool.revision += 1;
         Ok(())
     }
 
     fn pool_set_owner_quota(&mut self, i: &PoolSetOwnerQuota) -> Result<(), FleetError> {
-        let (pool_name, pool) = self.pool_mut(&i.pool_id)?;
-        let name = format!("{pool_name}:{}", i.resource);
+        let pool = self.pool_mut(&i.pool_id)?;
+        let object = format!("ownerQuota {}:{}", i.pool_id, i.resource);
         let current = pool.owner_quota.get(&i.resource).map(|e| e.revision);
-        check_entry(Kind::OwnerQuota, &name, i.if_revision, current)?;
+        check_entry(object, i.if_revision, current)?;
         match (i.max, pool.owner_quota.get_mut(&i.resource)) {
             (None, _) => {
                 pool.owner_quota.remove(&i.resource);
             }
             (Some(max), Some(entry)) => {
-                if entry.value != max {
-                    entry.value = max;
-                    entry.revision += 1;
-                }
+                entry.value = max;
+                entry.revision += 1;
             }
             (Some(max), None) => {
-                pool.owner_quota.insert(
-                    i.resource.clone(),
-                    Entry {
-                        value: max,
-                        revision: 1,
-                    },
-                );
+                let entry = Entry {
+                    value: max,
+                    revision: 1,
+                };
+                pool.owner_quota.insert(i.resource.clone(), entry);
             }
         }
         Ok(())
     }
 
     fn pool_offer(&mut self, i: &PoolOffer) -> Result<(), FleetError> {
-        if i.tenant == self.tenant_id {
+        let own_tenant = self.tenant_id.clone();
+        let known = self.tenants.contains(&i.tenant);
+        let pool = self.pool_mut(&i.pool_id)?;
+        if i.tenant == own_tenant {
             return Err(FleetError::Invalid(
                 "a pool cannot be offered to its own owner".into(),
             ));
         }
-        if !self.tenants.contains(&i.tenant) {
+        if !known {
             return Err(not_found("tenant", &i.tenant));
         }
-        let (pool_name, pool) = self.pool_mut(&i.pool_id)?;
-        let name = format!("{pool_name} -> {}", i.tenant);
+        let object = format!("offer {} -> {}", i.pool_id, i.tenant);
         let current = pool.offers.get(&i.tenant).map(|e| e.revision);
-        check_entry(Kind::Offer, &name, i.if_revision, current)?;
+        check_entry(object, i.if_revision, current)?;
         let value = OfferState {
             quota: i.quota.clone(),
             priority: i.priority,
         };
         match pool.offers.get_mut(&i.tenant) {
             Some(entry) => {
-                if entry.value != value {
-                    entry.value = value;
-                    entry.revision += 1;
-                }
+                entry.value = value;
+                entry.revision += 1;
             }
             None => {
                 pool.offers
@@ -743,55 +731,32 @@ impl Fleet {
     }
 
     fn pool_unoffer(&mut self, i: &PoolUnoffer) -> Result<(), FleetError> {
-        let (pool_name, pool) = self.pool_mut(&i.pool_id)?;
-        let name = format!("{pool_name} -> {}", i.tenant);
-        let entry = pool.offers.get(&i.tenant).ok_or(FleetError::NotFound {
-            kind: "offer",
-            id: name.clone(),
-        })?;
-        check(Kind::Offer, &name, i.if_revision, entry.revision)?;
+        let pool = self.pool_mut(&i.pool_id)?;
+        let object = format!("offer {} -> {}", i.pool_id, i.tenant);
+        let current = pool.offers.get(&i.tenant).map(|e| e.revision);
+        check_entry(object, Some(i.if_revision), current)?;
         pool.offers.remove(&i.tenant);
         Ok(())
     }
 
     fn pool_archive(&mut self, i: &Delete) -> Result<(), FleetError> {
-        let name = self.plan_name_of(&i.id).to_string();
-        let pool = self
-            .pools
-            .get(&i.id)
-            .ok_or_else(|| not_found("pool", &i.id))?;
-        check(Kind::Pool, &name, i.if_revision, pool.revision)?;
-        let user = self
-            .flavors
-            .values()
-            .find(|f| f.pool_id == i.id)
-            .map(|f| format!("flavor \"{}\"", self.flavor_plan_name(f)))
-            .or_else(|| {
-                self.templates
-                    .values()
-                    .find(|t| t.pool_id == i.id)
-                    .map(|t| format!("sandboxTemplate \"{}\"", t.name))
-            });
-        if let Some(user) = user {
-            return Err(FleetError::InUse {
-                kind: Kind::Pool,
-                name,
-                user,
-            });
-        }
-        // The pool's owner quotas and offers go with it.
-        self.pools.remove(&i.id);
+        let pool = self.pool_mut(&i.id)?;
+        check(format!("pool {}", i.id), i.if_revision, pool.revision)?;
+        // The pool's owner quotas, offers and fleet name go with it; its flavors stay, out
+        // of the fleet (the plan deletes them first).
+        pool.owner_quota.clear();
+        pool.offers.clear();
+        pool.archived = true;
+        pool.revision += 1;
         self.names.remove(&i.id);
         Ok(())
     }
 
     fn flavor_create(&mut self, i: &FlavorCreate) -> Result<String, FleetError> {
+        self.pool_mut(&i.pool_id)?;
         let id = self.new_id(Kind::Flavor, i.idempotency_key.as_deref());
         if self.flavors.contains_key(&id) {
             return Ok(id);
-        }
-        if !self.pools.contains_key(&i.pool_id) {
-            return Err(not_found("pool", &i.pool_id));
         }
         if self
             .flavors
@@ -800,7 +765,7 @@ impl Fleet {
         {
             return Err(FleetError::AlreadyExists {
                 kind: Kind::Flavor,
-                name: format!("{}/{}", self.plan_name_of(&i.pool_id), i.name),
+                name: format!("{}/{}", i.pool_id, i.name),
             });
         }
         self.flavors.insert(
@@ -821,20 +786,12 @@ impl Fleet {
     fn flavor_update(&mut self, i: &FlavorUpdate) -> Result<(), FleetError> {
         let flavor = self
             .flavors
-            .get(&i.id)
+            .get_mut(&i.id)
             .ok_or_else(|| not_found("flavor", &i.id))?;
-        check(
-            Kind::Flavor,
-            &self.flavor_plan_name(flavor),
-            i.if_revision,
-            flavor.revision,
-        )?;
-        let flavor = self.flavors.get_mut(&i.id).expect("looked up above");
-        let next = (i.vcpu, i.memory_gib, i.disk_gib, i.gpu);
-        if (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) != next {
-            (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) = next;
-            flavor.revision += 1;
-        }
+        check(format!("flavor {}", i.id), i.if_revision, flavor.revision)?;
+        (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) =
+            (i.vcpu, i.memory_gib, i.disk_gib, i.gpu);
+        flavor.revision += 1;
         Ok(())
     }
 
@@ -843,13 +800,12 @@ impl Fleet {
             .flavors
             .get(&i.id)
             .ok_or_else(|| not_found("flavor", &i.id))?;
-        let name = self.flavor_plan_name(flavor);
-        check(Kind::Flavor, &name, i.if_revision, flavor.revision)?;
+        let object = format!("flavor {}", i.id);
+        check(object.clone(), i.if_revision, flavor.revision)?;
         if let Some(t) = self.templates.values().find(|t| t.flavor_id == i.id) {
             return Err(FleetError::InUse {
-                kind: Kind::Flavor,
-                name,
-                user: format!("sandboxTemplate \"{}\"", t.name),
+                object,
+                user: format!("sandboxTemplate {}", t.name),
             });
         }
         self.flavors.remove(&i.id);
@@ -859,7 +815,8 @@ impl Fleet {
     /// Checks that `flavor_id` is a flavor of `pool_id`, an own pool or one offered.
     fn check_template_refs(&self, pool_id: &str, flavor_id: &str) -> Result<(), FleetError> {
         let offered = self.offered_pools.iter().find(|p| p.id == pool_id);
-        if !self.pools.contains_key(pool_id) && offered.is_none() {
+        let own = self.pools.get(pool_id).is_some_and(|p| !p.archived);
+        if !own && offered.is_none() {
             return Err(not_found("pool", pool_id));
         }
         let of_pool = self
@@ -868,26 +825,24 @@ impl Fleet {
             .is_some_and(|f| f.pool_id == pool_id)
             || offered.is_some_and(|p| p.flavors.iter().any(|f| f.id == flavor_id));
         if !of_pool {
-            return Err(FleetError::Invalid(format!(
-                "flavor \"{flavor_id}\" is not a flavor of pool \"{pool_id}\""
-            )));
+            return Err(not_found("flavor", flavor_id));
         }
         Ok(())
     }
 
     fn template_create(&mut self, i: &SandboxTemplateCreate) -> Result<String, FleetError> {
+        check_warm(i.warm)?;
+        self.check_template_refs(&i.pool_id, &i.flavor_id)?;
         let id = self.new_id(Kind::SandboxTemplate, i.idempotency_key.as_deref());
         if self.templates.contains_key(&id) {
             return Ok(id);
         }
-        self.check_template_refs(&i.pool_id, &i.flavor_id)?;
         if self.templates.values().any(|t| t.name == i.name) {
             return Err(FleetError::AlreadyExists {
                 kind: Kind::SandboxTemplate,
                 name: i.name.clone(),
             });
         }
-        check_warm(i.warm)?;
         self.templates.insert(
             id.clone(),
             TemplateObj {
@@ -905,43 +860,24 @@ impl Fleet {
     }
 
     fn template_update(&mut self, i: &SandboxTemplateUpdate) -> Result<(), FleetError> {
+        check_warm(i.warm)?;
         let template = self
             .templates
             .get(&i.id)
             .ok_or_else(|| not_found("sandboxTemplate", &i.id))?;
         check(
-            Kind::SandboxTemplate,
-            &template.name,
+            format!("sandboxTemplate {}", i.id),
             i.if_revision,
             template.revision,
         )?;
-        self.check_template_refs(&template.pool_id.clone(), &i.flavor_id)?;
-        check_warm(i.warm)?;
+        self.check_template_refs(&template.pool_id, &i.flavor_id)?;
         let template = self.templates.get_mut(&i.id).expect("looked up above");
-        let next = (
-            i.flavor_id.clone(),
-            i.image_id.clone(),
-            i.env.clone(),
-            i.network,
-            i.warm,
-        );
-        let current = (
-            template.flavor_id.clone(),
-            template.image_id.clone(),
-            template.env.clone(),
-            template.network,
-            template.warm,
-        );
-        if current != next {
-            (
-                template.flavor_id,
-                template.image_id,
-                template.env,
-                template.network,
-                template.warm,
-            ) = next;
-            template.revision += 1;
-        }
+        template.flavor_id = i.flavor_id.clone();
+        template.image_id = i.image_id.clone();
+        template.env = i.env.clone();
+        template.network = i.network;
+        template.warm = i.warm;
+        template.revision += 1;
         Ok(())
     }
 
@@ -951,8 +887,7 @@ impl Fleet {
             .get(&i.id)
             .ok_or_else(|| not_found("sandboxTemplate", &i.id))?;
         check(
-            Kind::SandboxTemplate,
-            &template.name,
+            format!("sandboxTemplate {}", i.id),
             i.if_revision,
             template.revision,
         )?;
@@ -986,8 +921,7 @@ impl Fleet {
         accounts.sort_by(|a, b| a.name.cmp(&b.name));
 
         let mut pools: Vec<document::Pool> = self
-            .pools
-            .iter()
+            .live_pools()
             .map(|(id, p)| document::Pool {
                 name: self.plan_name_of(id).to_string(),
                 site: self.plan_name_of(&p.site_id).to_string(),
@@ -1022,6 +956,8 @@ impl Fleet {
         let mut flavors: Vec<document::Flavor> = self
             .flavors
             .values()
+            // A flavor of an archived pool is not part of the fleet.
+            .filter(|f| self.is_live(&f.pool_id))
             .map(|f| document::Flavor {
                 pool: self.plan_name_of(&f.pool_id).to_string(),
                 name: f.name.clone(),
@@ -1110,7 +1046,7 @@ impl Fleet {
                 ));
             }
         }
-        for (id, p) in &self.pools {
+        for (id, p) in self.live_pools() {
             let name = self.plan_name_of(id);
             out.push(object(Kind::Pool, name.to_string(), Some(id), p.revision));
             for (resource, e) in &p.owner_quota {
@@ -1131,7 +1067,11 @@ impl Fleet {
             }
         }
         if self.modules.serves(Section::Flavors) {
-            for (id, f) in &self.flavors {
+            for (id, f) in self
+                .flavors
+                .iter()
+                .filter(|(_, f)| self.is_live(&f.pool_id))
+            {
                 out.push(object(
                     Kind::Flavor,
                     self.flavor_plan_name(f),
@@ -1162,21 +1102,19 @@ fn not_found(kind: &'static str, id: &str) -> FleetError {
     }
 }
 
-fn check(kind: Kind, name: &str, expected: u64, actual: u64) -> Result<(), FleetError> {
-    check_entry(kind, name, Some(expected), Some(actual))
+fn check(object: String, expected: u64, actual: u64) -> Result<(), FleetError> {
+    check_entry(object, Some(expected), Some(actual))
 }
 
 /// An entry's `ifRevision`: absent means "whatever it is"; present must match an existing one.
 fn check_entry(
-    kind: Kind,
-    name: &str,
+    object: String,
     expected: Option<u64>,
     actual: Option<u64>,
 ) -> Result<(), FleetError> {
     match expected {
         Some(expected) if actual != Some(expected) => Err(FleetError::Conflict {
-            kind,
-            name: name.to_string(),
+            object,
             expected,
             actual,
         }),
@@ -1267,7 +1205,7 @@ mod tests {
     }
 
     #[test]
-    fn revisions_move_by_one_per_change_and_if_revision_guards_them() {
+    fn revisions_move_by_one_per_call_and_if_revision_guards_them() {
         let mut fleet = fleet();
         let s = site(&mut fleet, "fra");
         let p = pool(&mut fleet, "vps-fra", &s);
@@ -1286,20 +1224,19 @@ mod tests {
         fleet.apply(&update(2, 0.1)).unwrap();
         assert_eq!(
             fleet.revision(Kind::Pool, "vps-fra"),
-            Some(2),
-            "no change, no new revision"
+            Some(3),
+            "every update is a write, as on the server"
         );
         let err = fleet.apply(&update(1, 0.2)).unwrap_err();
         assert_eq!(
             err,
             FleetError::Conflict {
-                kind: Kind::Pool,
-                name: "vps-fra".into(),
+                object: format!("pool {p}"),
                 expected: 1,
-                actual: Some(2)
+                actual: Some(3)
             }
         );
-        assert_eq!(err.to_string(), "pool \"vps-fra\" is at revision 2, not 1");
+        assert_eq!(err.to_string(), format!("pool {p} is at revision 3, not 1"));
     }
 
     #[test]
@@ -1318,10 +1255,7 @@ mod tests {
         );
         assert!(matches!(
             fleet.apply(&quota(&p, "gpu", None, Some(1))),
-            Err(FleetError::Conflict {
-                kind: Kind::OwnerQuota,
-                ..
-            })
+            Err(FleetError::Conflict { .. })
         ));
         assert!(matches!(
             fleet.apply(&quota(&p, "vcpu", Some(1), Some(1))),
@@ -1364,7 +1298,7 @@ mod tests {
         fleet.apply(&unoffer(2)).unwrap();
         assert!(matches!(
             fleet.apply(&unoffer(2)),
-            Err(FleetError::NotFound { .. })
+            Err(FleetError::Conflict { actual: None, .. })
         ));
     }
 
@@ -1398,7 +1332,7 @@ mod tests {
     }
 
     #[test]
-    fn deletes_refuse_objects_still_in_use() {
+    fn archived_pools_leave_the_fleet_and_come_back_when_created_again() {
         let mut fleet = fleet();
         let s = site(&mut fleet, "fra");
         let p = pool(&mut fleet, "vps-fra", &s);
@@ -1418,14 +1352,63 @@ mod tests {
         assert!(flavor.starts_with("flv_") && flavor.len() == 30, "{flavor}");
         let archive = Call::PoolArchive(Delete {
             tenant_id: T.into(),
+            id: p.clone(),
+            if_revision: 1,
+        });
+        fleet.apply(&archive).unwrap();
+        assert_eq!(
+            fleet.export().config.flavors,
+            Some(vec![]),
+            "its flavors leave too"
+        );
+        assert_eq!(pool(&mut fleet, "vps-fra", &s), p);
+        assert_eq!(fleet.revision(Kind::Pool, "vps-fra"), Some(3));
+        assert_eq!(fleet.revision(Kind::Flavor, "vps-fra/g1.small"), Some(1));
+    }
+
+    #[test]
+    fn deletes_refuse_objects_still_in_use() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let account = fleet
+            .apply(&Call::ProviderAccountCreate(ProviderAccountCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                name: "cloud".into(),
+                provider: "hetzner-cloud".into(),
+                config: BTreeMap::new(),
+            }))
+            .unwrap()
+            .unwrap();
+        let p = fleet
+            .apply(&Call::PoolCreate(PoolCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                site_id: s,
+                class: PoolClass::Provider,
+                gpu_model: None,
+                provider_account_id: Some(account.clone()),
+                policy: None,
+            }))
+            .unwrap()
+            .unwrap();
+        let delete = Call::ProviderAccountDelete(Delete {
+            tenant_id: T.into(),
+            id: account.clone(),
+            if_revision: 1,
+        });
+        let err = fleet.apply(&delete).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("providerAccount {account} is used by pool {p}")
+        );
+        let archive = Call::PoolArchive(Delete {
+            tenant_id: T.into(),
             id: p,
             if_revision: 1,
         });
-        let err = fleet.apply(&archive).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "pool \"vps-fra\" is used by flavor \"vps-fra/g1.small\""
-        );
+        fleet.apply_all(&[archive, delete]).unwrap();
+        assert_eq!(fleet.export().config.provider_accounts, Some(vec![]));
     }
 
     #[test]
