@@ -1,0 +1,446 @@
+//! The server's HTTP API without planning: bootstrap, IAM, object methods, revisions, audit,
+//! error envelopes, modules, the body limit and the OpenAPI document. Each test runs on
+//! SQLite and, as its `postgres` twin, on the test PostgreSQL.
+
+mod common;
+mod server_support;
+
+use serde_json::{Value, json};
+use server_support::{Db, Fleet, answer};
+
+async fn site_and_pool(fleet: &Fleet, tenant: &str) -> (String, String) {
+    let site = fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": tenant, "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    let site = site["id"].as_str().unwrap().to_string();
+    let pool = fleet
+        .ok(
+            "pool.create",
+            json!({ "tenantId": tenant, "siteId": site, "class": "vps-host" }),
+        )
+        .await;
+    (site, pool["id"].as_str().unwrap().to_string())
+}
+
+async fn objects_have_revisions_and_audit(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    assert!(
+        fleet.key.starts_with("bc_"),
+        "the admin key is printed once: {:?}",
+        fleet.server.stdout()
+    );
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    let (_, pool) = site_and_pool(&fleet, "root").await;
+
+    // ifRevision: a stale revision is CONFLICT naming the object; a fresh one bumps it.
+    let stale = fleet
+        .fails(
+            "pool.update",
+            json!({ "tenantId": "root", "id": pool, "ifRevision": 7, "policy": null }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(stale.status, 409);
+    assert_eq!(stale.details["object"], format!("pool {pool}"));
+    let updated = fleet
+        .ok("pool.update", json!({ "tenantId": "root", "id": pool, "ifRevision": 1, "policy": { "disruptionBudget": 0.5 } }))
+        .await;
+    assert_eq!(updated["revision"], 2);
+    assert_eq!(updated["policy"]["disruptionBudget"], 0.5);
+
+    // Owner quotas and offers have revisions of their own.
+    let q = fleet
+        .ok(
+            "pool.setOwnerQuota",
+            json!({ "tenantId": "root", "poolId": pool, "resource": "gpu", "max": 4 }),
+        )
+        .await;
+    assert_eq!(
+        q["ownerQuota"][0],
+        json!({ "resource": "gpu", "max": 4, "revision": 1 })
+    );
+    fleet
+        .fails("pool.setOwnerQuota", json!({ "tenantId": "root", "poolId": pool, "resource": "gpu", "max": 5, "ifRevision": 3 }), "CONFLICT")
+        .await;
+    let o = fleet.ok("pool.offer", json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "quota": { "vcpu": 8 }, "priority": 2 })).await;
+    assert_eq!(o["offers"][0]["revision"], 1);
+    let own = fleet
+        .fails(
+            "pool.offer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "root", "quota": {} }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(own.details["path"], "tenant");
+    fleet
+        .ok(
+            "pool.unoffer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "ifRevision": 1 }),
+        )
+        .await;
+    fleet
+        .fails(
+            "pool.unoffer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "ifRevision": 1 }),
+            "CONFLICT",
+        )
+        .await;
+
+    // Idempotent create: the same key gives the same object, once.
+    let input = json!({ "tenantId": "root", "idempotencyKey": "k-1", "poolId": pool, "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 });
+    let a = fleet.ok("flavor.create", input.clone()).await;
+    let b = fleet.ok("flavor.create", input).await;
+    assert_eq!(a["id"], b["id"]);
+    assert!(a["id"].as_str().unwrap().starts_with("flv_"));
+    let list = fleet.ok("flavor.list", json!({ "tenantId": "root" })).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    let got = fleet
+        .ok("flavor.get", json!({ "tenantId": "root", "id": a["id"] }))
+        .await;
+    assert_eq!(got["name"], "g1.small");
+
+    // Secrets are references only.
+    let secret = fleet
+        .fails("providerAccount.create", json!({ "tenantId": "root", "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "plain" } }), "INVALID_INPUT")
+        .await;
+    assert_eq!(secret.details["path"], "config.token");
+
+    // Archive removes quotas and offers; the pool is gone from lists.
+    let current = fleet
+        .ok("pool.get", json!({ "tenantId": "root", "id": pool }))
+        .await;
+    fleet
+        .ok(
+            "pool.archive",
+            json!({ "tenantId": "root", "id": pool, "ifRevision": current["revision"] }),
+        )
+        .await;
+    fleet
+        .fails(
+            "pool.get",
+            json!({ "tenantId": "root", "id": pool }),
+            "NOT_FOUND",
+        )
+        .await;
+
+    // Every write left an audit row, newest first.
+    let audit = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 100 }))
+        .await;
+    let methods: Vec<&str> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods[0], "pool.archive");
+    assert!(methods.contains(&"pool.update") && methods.contains(&"site.create"));
+    // GET works for reads.
+    let response = fleet
+        .client()
+        .get(fleet.server.url("/api/audit.list?tenantId=root&limit=1"))
+        .bearer_auth(&fleet.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer(response).await.unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+both!(objects, objects_have_revisions_and_audit);
+
+async fn iam_keys_grants_and_refusals(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    // A service account of acme with every permission on acme's scope.
+    let (sa, key) = fleet
+        .service_account("acme", "ci", &[("*", "tenants/acme")])
+        .await;
+    let site = fleet
+        .call_as(
+            &key,
+            "site.create",
+            json!({ "tenantId": "acme", "kind": "dedicated", "region": "us" }),
+        )
+        .await
+        .unwrap();
+    assert!(site["id"].as_str().unwrap().starts_with("site_"));
+    // ... but nothing in another tenant, and never the fleet methods.
+    let other = fleet
+        .fails_as(
+            &key,
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu" }),
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(other.status, 403);
+    for method in ["fleet.export", "fleet.status"] {
+        let refused = fleet
+            .fails_as(&key, method, json!({ "tenantId": "acme" }), "FORBIDDEN")
+            .await;
+        assert_eq!(refused.details["scope"], "compute-fleet/global");
+    }
+    fleet
+        .fails_as(
+            &key,
+            "fleet.plan",
+            json!({ "tenantId": "acme", "config": { "version": 1 } }),
+            "FORBIDDEN",
+        )
+        .await;
+    // compute-fleet/global exists only in root: no grant can put it in acme.
+    let grant = fleet
+        .fails(
+            "grant.create",
+            json!({ "tenantId": "acme", "principalId": sa, "permission": "compute:fleet:admin", "scope": "compute-fleet/global" }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(grant.details["path"], "scope");
+    // Refused attempts are audited.
+    let audit = fleet
+        .ok(
+            "audit.list",
+            json!({ "tenantId": "acme", "method": "fleet.export" }),
+        )
+        .await;
+    assert_eq!(audit["items"][0]["outcome"], "forbidden");
+    assert_eq!(audit["items"][0]["principalId"], sa.as_str());
+
+    // Keys: unknown, malformed and revoked keys are UNAUTHENTICATED.
+    let keys = fleet
+        .ok(
+            "apiKey.create",
+            json!({ "tenantId": "acme", "principalId": sa }),
+        )
+        .await;
+    let second = keys["key"].as_str().unwrap();
+    fleet
+        .call_as(second, "site.list", json!({ "tenantId": "acme" }))
+        .await
+        .unwrap();
+    fleet
+        .ok(
+            "apiKey.revoke",
+            json!({ "tenantId": "acme", "id": keys["id"] }),
+        )
+        .await;
+    let revoked = fleet
+        .fails_as(
+            second,
+            "site.list",
+            json!({ "tenantId": "acme" }),
+            "UNAUTHENTICATED",
+        )
+        .await;
+    assert_eq!(revoked.status, 401);
+    let forged = format!("{}x", &second[..second.len() - 1]);
+    fleet
+        .fails_as(
+            &forged,
+            "site.list",
+            json!({ "tenantId": "acme" }),
+            "UNAUTHENTICATED",
+        )
+        .await;
+    fleet
+        .fails_as(
+            "nonsense",
+            "site.list",
+            json!({ "tenantId": "acme" }),
+            "UNAUTHENTICATED",
+        )
+        .await;
+    let response = fleet
+        .client()
+        .post(fleet.server.url("/api/site.list"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer(response).await.unwrap_err().code, "UNAUTHENTICATED");
+}
+both!(iam, iam_keys_grants_and_refusals);
+
+async fn error_envelopes(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let bad = fleet
+        .fails(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "huge", "region": "eu" }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.details["path"].as_str()),
+        (400, Some("kind"))
+    );
+    let unknown = fleet
+        .fails(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu", "x": 1 }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(unknown.details["path"], "x");
+    let method = fleet.fails("pool.explode", json!({}), "NOT_FOUND").await;
+    assert_eq!(method.status, 404);
+    fleet
+        .fails("fleet.export", json!({ "tenantId": "nobody" }), "NOT_FOUND")
+        .await;
+    fleet
+        .fails(
+            "pool.get",
+            json!({ "tenantId": "root", "id": "pool_nope" }),
+            "NOT_FOUND",
+        )
+        .await;
+    // Malformed JSON.
+    let response = fleet
+        .client()
+        .post(fleet.server.url("/api/site.list"))
+        .bearer_auth(&fleet.key)
+        .body("{\"tenantId\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer(response).await.unwrap_err().code, "INVALID_INPUT");
+    // The body limit.
+    let huge = format!(
+        "{{\"tenantId\":\"root\",\"pad\":\"{}\"}}",
+        "x".repeat(17 * 1024 * 1024)
+    );
+    let response = fleet
+        .client()
+        .post(fleet.server.url("/api/site.list"))
+        .bearer_auth(&fleet.key)
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    let too_large = answer(response).await.unwrap_err();
+    assert_eq!(
+        (too_large.status, too_large.code.as_str()),
+        (413, "PAYLOAD_TOO_LARGE")
+    );
+}
+both!(errors, error_envelopes);
+
+async fn modules_switch_kinds_off(db: Db) {
+    let fleet = Fleet::start(db, &["--sandboxes", "false"]).await;
+    let nope = fleet
+        .fails(
+            "sandboxTemplate.list",
+            json!({ "tenantId": "root" }),
+            "UNSUPPORTED",
+        )
+        .await;
+    assert_eq!(nope.status, 501);
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(export["missing"], json!(["sandboxTemplates"]));
+    assert!(export["config"].get("sandboxTemplates").is_none());
+    assert_eq!(export["config"]["flavors"], json!([]));
+
+    let fleet = Fleet::start(db, &["--vps", "false"]).await;
+    fleet
+        .fails("flavor.list", json!({ "tenantId": "root" }), "UNSUPPORTED")
+        .await;
+    fleet
+        .fails(
+            "providerAccount.create",
+            json!({ "tenantId": "root", "name": "c", "provider": "p", "config": {} }),
+            "UNSUPPORTED",
+        )
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(
+        export["missing"],
+        json!(["providerAccounts", "flavors", "sandboxTemplates"])
+    );
+}
+both!(modules, modules_switch_kinds_off);
+
+#[tokio::test]
+async fn openapi_is_generated_from_the_method_table() {
+    let fleet = Fleet::start(Db::Sqlite, &[]).await;
+    let doc: Value = reqwest::get(fleet.server.url("/api/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    for method in [
+        "fleet.export",
+        "fleet.plan",
+        "fleet.apply",
+        "fleet.status",
+        "pool.update",
+        "grant.create",
+        "audit.list",
+    ] {
+        assert!(
+            doc["paths"][format!("/api/{method}")]["post"].is_object(),
+            "{method} is documented"
+        );
+    }
+    assert!(
+        doc["paths"]["/api/fleet.export"]["get"].is_object(),
+        "reads are also GET"
+    );
+    assert_eq!(
+        doc["paths"]["/api/fleet.apply"]["post"]["x-permission"],
+        "compute:fleet:admin"
+    );
+    let plan = &doc["paths"]["/api/fleet.plan"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    assert!(
+        plan["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("config")),
+        "{plan}"
+    );
+    let health: Value = reqwest::get(fleet.server.url("/api/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health, json!({ "status": "ok" }));
+}
+
+#[tokio::test]
+async fn admin_key_file_is_private_and_the_key_is_not_printed() {
+    let dir = common::TempDir::new("keyfile");
+    let path = dir.path().join("admin.key");
+    let fleet = Fleet::start(Db::Sqlite, &["--admin-key-file", path.to_str().unwrap()]).await;
+    assert!(
+        fleet.key.is_empty(),
+        "not printed: {:?}",
+        fleet.server.stdout()
+    );
+    let key = std::fs::read_to_string(&path).unwrap().trim().to_string();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    fleet.call_as(&key, "tenant.list", json!({})).await.unwrap();
+}

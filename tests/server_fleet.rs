@@ -1,0 +1,565 @@
+//! FleetConfig over HTTP against the real server: export, plan, apply, re-plan, hand edits,
+//! permissions of every call, atomicity under an injected failure, concurrent applies, and
+//! the planHash the planner computes offline from the export. Each test runs on SQLite and,
+//! as its `postgres` twin, on the test PostgreSQL.
+
+mod common;
+mod server_support;
+
+use serde_json::{Value, json};
+use server_support::{Db, Fleet, calls, identities, seed_document};
+
+async fn fleet_with_acme(db: Db, args: &[&str]) -> Fleet {
+    let fleet = Fleet::start(db, args).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    fleet.ok("tenant.create", json!({ "id": "globex" })).await;
+    fleet
+}
+
+/// The planner's plan of `document` against `export`, computed here, offline.
+fn offline_plan(document: &Value, export: &Value, prune: bool) -> planner::Plan {
+    let document = planner::validate(document.to_string().as_bytes()).expect("a valid document");
+    let export: planner::Export = serde_json::from_value(export.clone()).expect("an Export");
+    planner::plan(&document, &export, planner::PlanOptions { prune })
+}
+
+async fn seed_document_round_trip(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let doc = seed_document();
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let plan = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    assert_eq!(plan["summary"]["create"], 9, "{}", plan["summary"]);
+    assert!(plan["summary"].get("blocked").is_none());
+    // The server's planHash is the planner's over the export, for the same caller.
+    let offline = offline_plan(&doc, &export, false);
+    assert_eq!(plan["planHash"], offline.plan_hash.0);
+    assert_eq!(plan, serde_json::to_value(&offline).unwrap());
+
+    let applied = fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "planHash": plan["planHash"] }),
+        )
+        .await;
+    assert_eq!(applied["applied"], calls(&plan).len());
+    assert_eq!(applied["plan"]["planHash"], plan["planHash"]);
+
+    // Re-planned: nothing to do, with or without prune against the export.
+    let again = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    assert!(calls(&again).is_empty(), "{again}");
+    assert_eq!(again["summary"]["unchanged"], 9);
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let round = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": export["config"], "prune": true }),
+        )
+        .await;
+    assert!(calls(&round).is_empty(), "{round}");
+    let names: Vec<&str> = export["config"]["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["burst", "vps-fra"],
+        "pools keep the names fleet gave them"
+    );
+
+    // The applied document is recorded; fleet.status shows it.
+    let status = fleet
+        .ok("fleet.status", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(status["tenantId"], "root");
+    assert_eq!(status["applied"]["planHash"], plan["planHash"]);
+    assert_eq!(status["applied"]["appliedBy"], export["caller"]);
+    assert_eq!(status["applied"]["prune"], false);
+    assert!(status["applied"]["appliedAt"].as_i64().unwrap() > 1_700_000_000_000);
+    assert_eq!(
+        fleet
+            .ok("fleet.status", json!({ "tenantId": "acme" }))
+            .await,
+        json!({ "tenantId": "acme" })
+    );
+
+    // One audit row per call, and one for the apply.
+    let audit = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
+        .await;
+    let rows = audit["items"].as_array().unwrap();
+    assert_eq!(
+        rows.iter().filter(|r| r["method"] == "fleet.apply").count(),
+        1
+    );
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["details"]["via"] == "fleet.apply")
+            .count(),
+        calls(&plan).len()
+    );
+}
+both!(round_trip, seed_document_round_trip);
+
+async fn hand_edits_show_in_the_next_plan(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let doc = seed_document();
+    fleet
+        .ok("fleet.apply", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let pool = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "vps-fra")
+        .unwrap()
+        .clone();
+    // Someone edits the pool by hand during an incident.
+    fleet
+        .ok("pool.update", json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"], "policy": { "disruptionBudget": 0.3 } }))
+        .await;
+    let plan = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    let changed: Vec<&Value> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] != "unchanged")
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(
+        (changed[0]["kind"].as_str(), changed[0]["name"].as_str()),
+        (Some("pool"), Some("vps-fra"))
+    );
+    assert_eq!(changed[0]["fields"], json!(["policy"]));
+    assert_eq!(calls(&plan)[0]["method"], "pool.update");
+    assert_eq!(
+        calls(&plan)[0]["input"]["ifRevision"],
+        pool["revision"].as_u64().unwrap() + 1
+    );
+    // A stale reviewed planHash is CONFIG_DRIFT with what the plan has become.
+    let drift = fleet
+        .fails(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "planHash": "0".repeat(64) }),
+            "CONFIG_DRIFT",
+        )
+        .await;
+    assert_eq!(drift.status, 409);
+    assert_eq!(drift.details["planHash"], plan["planHash"]);
+    assert_eq!(drift.details["expected"], "0".repeat(64));
+    assert!(drift.details["changes"].is_array() && drift.details["summary"].is_object());
+    // Applying puts it back.
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "planHash": plan["planHash"] }),
+        )
+        .await;
+    let after = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    assert!(calls(&after).is_empty());
+}
+both!(hand_edits, hand_edits_show_in_the_next_plan);
+
+async fn invalid_and_blocked_documents(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    // Duplicate keys reach the planner as bytes.
+    let response = fleet
+        .client()
+        .post(fleet.server.url("/api/fleet.plan"))
+        .bearer_auth(&fleet.key)
+        .header("content-type", "application/json")
+        .body(r#"{"tenantId":"root","config":{"version":1,"version":1}}"#)
+        .send()
+        .await
+        .unwrap();
+    let dup = server_support::answer(response).await.unwrap_err();
+    assert_eq!((dup.status, dup.code.as_str()), (400, "INVALID_INPUT"));
+    assert!(dup.details["problems"].is_array());
+    let bad = fleet
+        .fails(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": { "version": 2 } }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(bad.details["path"], "version");
+
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    let mut moved = seed_document();
+    moved["sites"][0]["region"] = json!("us-east");
+    let blocked = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": moved }))
+        .await;
+    assert_eq!(blocked["summary"]["blocked"], true);
+    let refused = fleet
+        .fails(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": moved }),
+            "PLAN_BLOCKED",
+        )
+        .await;
+    assert_eq!(refused.status, 409);
+}
+both!(invalid_and_blocked, invalid_and_blocked_documents);
+
+async fn withheld_call_permission_is_forbidden_and_changes_nothing(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let grants: Vec<(&str, &str)> = vec![
+        ("compute:fleet:admin", "compute-fleet/global"),
+        ("compute:site:create", "tenants/root"),
+        ("compute:pool:create", "tenants/root"),
+        ("compute:pool:quota", "tenants/root"),
+        ("vps:*", "tenants/root"),
+        // compute:pool:offer withheld
+    ];
+    let (_, key) = fleet.service_account("root", "ci", &grants).await;
+    let before = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let refused = fleet
+        .fails_as(
+            &key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(refused.details["method"], "pool.offer");
+    assert_eq!(refused.details["permission"], "compute:pool:offer");
+    assert!(
+        refused.message.contains("pool.offer"),
+        "{}",
+        refused.message
+    );
+    let after = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(before, after, "nothing ran");
+    assert_eq!(
+        fleet
+            .ok("fleet.status", json!({ "tenantId": "root" }))
+            .await,
+        json!({ "tenantId": "root" })
+    );
+    let audit = fleet
+        .ok(
+            "audit.list",
+            json!({ "tenantId": "root", "method": "fleet.apply" }),
+        )
+        .await;
+    assert_eq!(audit["items"][0]["outcome"], "forbidden");
+    // With the permission, the same key applies.
+    let sa = fleet
+        .ok(
+            "audit.list",
+            json!({ "tenantId": "root", "method": "serviceAccount.create" }),
+        )
+        .await;
+    let sa = sa["items"][0]["objectId"].clone();
+    fleet
+        .ok(
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": sa, "permission": "compute:pool:offer" }),
+        )
+        .await;
+    fleet
+        .call_as(
+            &key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await
+        .unwrap();
+}
+both!(
+    withheld_permission,
+    withheld_call_permission_is_forbidden_and_changes_nothing
+);
+
+async fn non_root_keys_never_pass_the_fleet_check(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let (_, key) = fleet
+        .service_account("acme", "ops", &[("*", "tenants/acme")])
+        .await;
+    for (method, input) in [
+        ("fleet.export", json!({ "tenantId": "acme" })),
+        (
+            "fleet.plan",
+            json!({ "tenantId": "acme", "config": { "version": 1 } }),
+        ),
+        (
+            "fleet.apply",
+            json!({ "tenantId": "acme", "config": { "version": 1 } }),
+        ),
+        ("fleet.status", json!({ "tenantId": "acme" })),
+        ("fleet.export", json!({ "tenantId": "root" })),
+    ] {
+        fleet.fails_as(&key, method, input, "FORBIDDEN").await;
+    }
+}
+both!(non_root_refused, non_root_keys_never_pass_the_fleet_check);
+
+/// A document that creates a site and a pool, then updates vps-fra (call 2).
+fn second_document() -> Value {
+    let mut doc = seed_document();
+    doc["sites"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "name": "ber", "kind": "dedicated", "region": "eu-north" }));
+    doc["pools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "name": "vps-ber", "site": "ber", "class": "vps-host" }));
+    doc["pools"][0]["policy"]["disruptionBudget"] = json!(0.4);
+    doc["pools"][0]["offers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "tenant": "globex", "quota": { "vcpu": 8 } }));
+    doc
+}
+
+async fn failure_mid_apply_leaves_the_fleet_as_before(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    // A second server on the same database, with the fault armed (it fires once).
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    let database = match db {
+        Db::Sqlite => format!(
+            "sqlite://{}",
+            fleet.server.workdir().join("data/fleet.db").display()
+        ),
+        Db::Postgres => fleet.database.clone(),
+    };
+    let faulty = Fleet::start_on(&database, &[], &[("BETTER_COMPUTE_FAULT", "apply-stale:2")]);
+    let doc = second_document();
+    let plan = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    assert_eq!(
+        calls(&plan)
+            .iter()
+            .map(|c| c["method"].as_str().unwrap())
+            .collect::<Vec<_>>()[..3],
+        ["site.create", "pool.create", "pool.update"]
+    );
+    let before = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let audit_before = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
+        .await["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    let failed = faulty
+        .call_as(
+            &fleet.key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(failed.code, "CONFLICT", "{failed:?}");
+    assert!(
+        failed.details["object"]
+            .as_str()
+            .unwrap()
+            .starts_with("pool pool_"),
+        "{failed:?}"
+    );
+    assert_eq!(failed.details["call"]["index"], 2);
+    // The site and pool created before the failure are gone with the transaction.
+    assert_eq!(
+        fleet
+            .ok("fleet.export", json!({ "tenantId": "root" }))
+            .await,
+        before
+    );
+    let audit_after = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
+        .await["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        audit_before, audit_after,
+        "no audit rows of the rolled-back calls"
+    );
+    // The retry (the fault fires once) converges: one of each, and nothing left to do.
+    let applied = faulty
+        .call_as(
+            &fleet.key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied["applied"], calls(&plan).len());
+    let again = faulty
+        .call_as(
+            &fleet.key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again["applied"], 0);
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let ids = identities(&export);
+    assert_eq!(
+        ids.iter()
+            .filter(|(k, n, _)| k == "site" && n == "ber")
+            .count(),
+        1
+    );
+    assert_eq!(
+        ids.iter()
+            .filter(|(k, n, _)| k == "pool" && n == "vps-ber")
+            .count(),
+        1
+    );
+    assert_eq!(
+        fleet.ok("site.list", json!({ "tenantId": "root" })).await["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+both!(
+    mid_apply_failure,
+    failure_mid_apply_leaves_the_fleet_as_before
+);
+
+async fn concurrent_applies_never_interleave(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let doc = seed_document();
+    let plan = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    let input = json!({ "tenantId": "root", "config": doc });
+    let (a, b) = tokio::join!(
+        fleet.call("fleet.apply", input.clone()),
+        fleet.call("fleet.apply", input.clone())
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut counts = [
+        a["applied"].as_u64().unwrap(),
+        b["applied"].as_u64().unwrap(),
+    ];
+    counts.sort();
+    assert_eq!(
+        counts,
+        [0, calls(&plan).len() as u64],
+        "one ran every call, the other found nothing to do"
+    );
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(
+        identities(&export).len(),
+        identities(&offline_after(&fleet).await).len()
+    );
+    assert_eq!(
+        fleet.ok("site.list", json!({ "tenantId": "root" })).await["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        fleet.ok("pool.list", json!({ "tenantId": "root" })).await["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // With the same reviewed planHash, the second of two applies is CONFIG_DRIFT.
+    let mut doc2 = doc.clone();
+    doc2["pools"][0]["policy"]["disruptionBudget"] = json!(0.7);
+    let plan2 = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc2 }))
+        .await;
+    let input = json!({ "tenantId": "root", "config": doc2, "planHash": plan2["planHash"] });
+    let (a, b) = tokio::join!(
+        fleet.call("fleet.apply", input.clone()),
+        fleet.call("fleet.apply", input)
+    );
+    let codes: Vec<String> = [a, b]
+        .into_iter()
+        .map(|r| r.map(|_| "OK".to_string()).unwrap_or_else(|f| f.code))
+        .collect();
+    assert!(
+        codes.contains(&"OK".to_string()) && codes.contains(&"CONFIG_DRIFT".to_string()),
+        "{codes:?}"
+    );
+}
+both!(concurrent, concurrent_applies_never_interleave);
+
+async fn offline_after(fleet: &Fleet) -> Value {
+    fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await
+}
+
+async fn demo_can_be_planned_and_shows_hand_edits(db: Db) {
+    let fleet = Fleet::start(db, &["--demo"]).await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(export["tenants"], json!(["acme", "globex", "root"]));
+    let names: Vec<&str> = export["config"]["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"fra"));
+    assert!(
+        names.iter().any(|n| n.starts_with("site_")),
+        "a site made outside FleetConfig exports under its id: {names:?}"
+    );
+    let status = fleet
+        .ok("fleet.status", json!({ "tenantId": "root" }))
+        .await;
+    assert!(status["applied"]["planHash"].is_string());
+    let plan = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    assert_eq!(
+        calls(&plan).len(),
+        1,
+        "the hand edit of vps-fra's policy: {plan}"
+    );
+}
+both!(demo, demo_can_be_planned_and_shows_hand_edits);
