@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One API call, as `{"method", "input"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "method", content = "input")]
 pub enum Call {
     /// `providerAccount.create`
@@ -129,7 +129,7 @@ impl Call {
 
 /// Input of every delete-like call: `providerAccount.delete`, `pool.archive`, `flavor.delete`,
 /// `sandboxTemplate.delete`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Delete {
     /// The tenant.
@@ -141,7 +141,7 @@ pub struct Delete {
 }
 
 /// Input of `providerAccount.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderAccountCreate {
     /// The tenant.
@@ -158,7 +158,7 @@ pub struct ProviderAccountCreate {
 }
 
 /// Input of `providerAccount.update`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderAccountUpdate {
     /// The tenant.
@@ -172,7 +172,7 @@ pub struct ProviderAccountUpdate {
 }
 
 /// Input of `site.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SiteCreate {
     /// The tenant.
@@ -187,7 +187,7 @@ pub struct SiteCreate {
 }
 
 /// Input of `pool.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolCreate {
     /// The tenant.
@@ -211,7 +211,7 @@ pub struct PoolCreate {
 }
 
 /// Input of `pool.update`: the pool's whole mutable state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolUpdate {
     /// The tenant.
@@ -225,7 +225,7 @@ pub struct PoolUpdate {
 }
 
 /// Input of `pool.setOwnerQuota`: sets (or with `max: null` removes) one quota entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolSetOwnerQuota {
     /// The tenant.
@@ -242,7 +242,7 @@ pub struct PoolSetOwnerQuota {
 }
 
 /// Input of `pool.offer`: creates or replaces the offer of a pool to a tenant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolOffer {
     /// The tenant that owns the pool.
@@ -262,7 +262,7 @@ pub struct PoolOffer {
 }
 
 /// Input of `pool.unoffer`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolUnoffer {
     /// The tenant that owns the pool.
@@ -276,7 +276,7 @@ pub struct PoolUnoffer {
 }
 
 /// Input of `flavor.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FlavorCreate {
     /// The tenant.
@@ -302,7 +302,7 @@ pub struct FlavorCreate {
 }
 
 /// Input of `flavor.update`: the flavor's whole mutable state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FlavorUpdate {
     /// The tenant.
@@ -325,7 +325,7 @@ pub struct FlavorUpdate {
 }
 
 /// Input of `sandboxTemplate.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxTemplateCreate {
     /// The tenant.
@@ -352,7 +352,7 @@ pub struct SandboxTemplateCreate {
 }
 
 /// Input of `sandboxTemplate.update`: the template's whole mutable state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxTemplateUpdate {
     /// The tenant.
