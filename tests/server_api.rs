@@ -414,6 +414,28 @@ async fn openapi_is_generated_from_the_method_table() {
             .contains(&json!("config")),
         "{plan}"
     );
+    let update = &doc["paths"]["/api/pool.update"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert!(update["properties"]["ifRevision"].is_object(), "{update}");
+    // Every reference resolves inside the document.
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r.clone());
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(!all.is_empty());
+    for r in all {
+        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{r}"));
+        assert!(doc["components"]["schemas"][name].is_object(), "{r} resolves");
+    }
     let health: Value = reqwest::get(fleet.server.url("/api/health"))
         .await
         .unwrap()

@@ -11,6 +11,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode};
 use axum::response::{IntoResponse, Response};
+use planner::calls;
 use serde_json::{Map, Value, json};
 use std::future::Future;
 use std::pin::Pin;
@@ -43,17 +44,6 @@ fn schema<T: schemars::JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
 }
 
-/// Schema of a call method's input: the planner's input types carry no JSON Schema yet, so
-/// the document names the type and the fields every call shares.
-fn call_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "The planner's input type of this call (planner::calls; docs/contracts.md, \"Calls\").",
-        "required": ["tenantId"],
-        "properties": { "tenantId": { "type": "string" } },
-    })
-}
-
 fn run_call<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
     Box::pin(async move {
         let input: Value = iam::parse(b)?;
@@ -75,14 +65,14 @@ macro_rules! handler {
 }
 
 macro_rules! call {
-    ($name:literal, $perm:literal, $summary:literal) => {
+    ($name:literal, $input:ty, $perm:literal, $summary:literal) => {
         Method {
             name: $name,
             permission: $perm,
             scope: "tenant",
             read: false,
             summary: $summary,
-            input: call_schema,
+            input: schema::<$input>,
             run: run_call,
         }
     };
@@ -226,61 +216,97 @@ pub fn methods() -> Vec<Method> {
         },
         call!(
             "providerAccount.create",
+            calls::ProviderAccountCreate,
             "vps:providerAccount:create",
             "Creates a provider account."
         ),
         call!(
             "providerAccount.update",
+            calls::ProviderAccountUpdate,
             "vps:providerAccount:update",
             "Replaces a provider account's config."
         ),
         call!(
             "providerAccount.delete",
+            calls::Delete,
             "vps:providerAccount:delete",
             "Deletes a provider account."
         ),
-        call!("site.create", "compute:site:create", "Creates a site."),
-        call!("pool.create", "compute:pool:create", "Creates a pool."),
+        call!(
+            "site.create",
+            calls::SiteCreate,
+            "compute:site:create",
+            "Creates a site."
+        ),
+        call!(
+            "pool.create",
+            calls::PoolCreate,
+            "compute:pool:create",
+            "Creates a pool."
+        ),
         call!(
             "pool.update",
+            calls::PoolUpdate,
             "compute:pool:update",
             "Sets a pool's policy."
         ),
         call!(
             "pool.setOwnerQuota",
+            calls::PoolSetOwnerQuota,
             "compute:pool:quota",
             "Sets or removes one owner quota entry."
         ),
         call!(
             "pool.offer",
+            calls::PoolOffer,
             "compute:pool:offer",
             "Offers a pool to a tenant with a quota."
         ),
-        call!("pool.unoffer", "compute:pool:offer", "Withdraws an offer."),
+        call!(
+            "pool.unoffer",
+            calls::PoolUnoffer,
+            "compute:pool:offer",
+            "Withdraws an offer."
+        ),
         call!(
             "pool.archive",
+            calls::Delete,
             "compute:pool:archive",
             "Archives a pool with its quotas and offers."
         ),
-        call!("flavor.create", "vps:flavor:create", "Creates a flavor."),
+        call!(
+            "flavor.create",
+            calls::FlavorCreate,
+            "vps:flavor:create",
+            "Creates a flavor."
+        ),
         call!(
             "flavor.update",
+            calls::FlavorUpdate,
             "vps:flavor:update",
             "Replaces a flavor's sizes."
         ),
-        call!("flavor.delete", "vps:flavor:delete", "Deletes a flavor."),
+        call!(
+            "flavor.delete",
+            calls::Delete,
+            "vps:flavor:delete",
+            "Deletes a flavor."
+        ),
         call!(
             "sandboxTemplate.create",
+            calls::SandboxTemplateCreate,
             "vps:sandboxTemplate:create",
             "Creates a sandbox template."
         ),
         call!(
             "sandboxTemplate.update",
+            calls::SandboxTemplateUpdate,
             "vps:sandboxTemplate:update",
             "Replaces a sandbox template's mutable state."
         ),
         call!(
             "sandboxTemplate.delete",
+            calls::Delete,
             "vps:sandboxTemplate:delete",
             "Deletes a sandbox template."
         ),
@@ -297,15 +323,47 @@ pub fn methods() -> Vec<Method> {
     all
 }
 
+/// Moves a generated schema's `$defs` into the document's components, pointing its
+/// references there, so each input schema resolves inside the OpenAPI document.
+fn hoist_defs(mut schema: Value, components: &mut Map<String, Value>) -> Value {
+    fn rewrite(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get_mut("$ref")
+                    && let Some(name) = r.strip_prefix("#/$defs/")
+                {
+                    *r = format!("#/components/schemas/{name}");
+                }
+                map.values_mut().for_each(rewrite);
+            }
+            Value::Array(items) => items.iter_mut().for_each(rewrite),
+            _ => {}
+        }
+    }
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
+        if let Some(Value::Object(defs)) = map.remove("$defs") {
+            for (name, mut def) in defs {
+                rewrite(&mut def);
+                components.insert(name, def);
+            }
+        }
+    }
+    rewrite(&mut schema);
+    schema
+}
+
 /// `GET /api/openapi.json`: generated from [`methods`].
 pub fn openapi(methods: &[Method]) -> Value {
     let mut paths = Map::new();
+    let mut components = Map::new();
     for m in methods {
         let scope = match m.scope {
             "tenant" => "the input tenant's scope (tenants/<tenantId>)".to_string(),
             "root" => "tenants/root".to_string(),
             s => s.to_string(),
         };
+        let input = hoist_defs((m.input)(), &mut components);
         let op = |verb: &str| {
             let mut op = json!({
                 "operationId": if verb == "get" { format!("{}.get", m.name) } else { m.name.to_string() },
@@ -319,7 +377,7 @@ pub fn openapi(methods: &[Method]) -> Value {
                 },
             });
             if verb == "post" {
-                op["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": (m.input)() } } });
+                op["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": input } } });
             } else {
                 op["description"] = json!(format!(
                     "Decides {} on {scope}. The input's fields as query parameters.",
@@ -336,22 +394,24 @@ pub fn openapi(methods: &[Method]) -> Value {
         paths.insert(format!("/api/{}", m.name), Value::Object(item));
     }
     paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "responses": { "200": { "description": "`{\"status\":\"ok\"}`" } } } }));
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": { "title": "better-compute", "version": env!("CARGO_PKG_VERSION"), "description": "A small compute-platform server with FleetConfig. Every method is POST /api/<method> with its input as the JSON body." },
         "paths": paths,
         "components": {
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer", "description": "An API key, bc_..." } },
-            "schemas": { "Error": {
+            "schemas": components,
+        },
+    });
+    doc["components"]["schemas"]["Error"] = json!({
                 "type": "object", "required": ["error"],
                 "properties": { "error": { "type": "object", "required": ["code", "message", "details"], "properties": {
                     "code": { "enum": ["INVALID_INPUT", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFIG_DRIFT", "PLAN_BLOCKED", "CONFLICT", "PAYLOAD_TOO_LARGE", "RATE_LIMITED", "UNSUPPORTED", "INTERNAL"] },
                     "message": { "type": "string" },
                     "details": { "type": "object" },
                 } } },
-            } },
-        },
-    })
+    });
+    doc
 }
 
 /// Query parameters become the input object; `limit` is a number.
