@@ -6,6 +6,11 @@ use crate::document::Document;
 use crate::export::{Export, Kind};
 use serde::{Deserialize, Serialize};
 
+mod diff;
+#[cfg(test)]
+mod tests;
+pub use diff::PRUNE_REASON;
+
 /// How to plan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -105,6 +110,5 @@ pub fn plan_hash(calls: &[Call]) -> PlanHash {
 /// Diffs `document` against `export` and returns the plan. Pure: the same inputs give the
 /// same plan, byte for byte, natively and in wasm.
 pub fn plan(document: &Document, export: &Export, options: PlanOptions) -> Plan {
-    let _ = (document, export, options);
-    todo!("planner engineer: implement per docs/contracts.md")
+    diff::plan(document, export, options)
 }

@@ -502,6 +502,15 @@ impl Walker {
         };
         match value {
             Some(v) if (min..=max).contains(&v) => Some(v),
+            Some(v) if v > max => {
+                self.report(format!("{}; {v} is too large", expect()));
+                None
+            }
+            // Integers past 2^64 arrive as floats; printing them would show rounded digits.
+            None if matches!(n, Num::F(x) if x >= 18_446_744_073_709_551_616.0) => {
+                self.report(format!("{}; this number is too large", expect()));
+                None
+            }
             _ => {
                 self.report(format!("{}, not {n}", expect()));
                 None
@@ -532,7 +541,7 @@ impl Walker {
                 Node::Num(n) => n.to_string(),
                 other => other.describe().to_owned(),
             };
-            self.report(format!("must be a whole number (64-bit), not {got}"));
+            self.report(format!("must be an integer, not {got}"));
         }
         value
     }

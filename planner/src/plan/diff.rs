@@ -1,0 +1,1035 @@
+//! The diff behind [`super::plan`]: index the export once, resolve references to ids, then one
+//! pass per kind producing changes and calls.
+//!
+//! References resolve, in this order, to an item of the document, an item of the export (by
+//! plan name), or an exported object by its id. An item the document creates is named in later
+//! calls by its deterministic id, so the calls of one plan chain without a round trip.
+
+use super::{Action, Change, Plan, PlanOptions, Summary, plan_hash};
+use crate::calls::{
+    Call, Delete, FlavorCreate, FlavorUpdate, PoolCreate, PoolOffer, PoolSetOwnerQuota,
+    PoolUnoffer, PoolUpdate, ProviderAccountCreate, ProviderAccountUpdate, SandboxTemplateCreate,
+    SandboxTemplateUpdate, SiteCreate,
+};
+use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTemplate, Site};
+use crate::export::{Export, Kind, ObjectRef, Section};
+use crate::ids;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The reason every prune delete carries.
+pub const PRUNE_REASON: &str = "not in the document (prune)";
+
+/// Steps of the call order (docs/contracts.md, "Order").
+mod step {
+    pub const PROVIDER_ACCOUNT_WRITE: u8 = 1;
+    pub const SITE_CREATE: u8 = 2;
+    pub const POOL_CREATE: u8 = 3;
+    pub const POOL_UPDATE_QUOTA: u8 = 4;
+    pub const OFFER: u8 = 5;
+    pub const FLAVOR_WRITE: u8 = 6;
+    pub const TEMPLATE_WRITE: u8 = 7;
+    pub const TEMPLATE_DELETE: u8 = 8;
+    pub const FLAVOR_DELETE: u8 = 9;
+    pub const UNOFFER: u8 = 10;
+    pub const POOL_ARCHIVE: u8 = 11;
+    pub const PROVIDER_ACCOUNT_DELETE: u8 = 12;
+}
+
+pub(super) fn plan(document: &Document, export: &Export, options: PlanOptions) -> Plan {
+    let mut planner = Planner::new(document, export, options);
+    planner.sites();
+    planner.provider_accounts();
+    planner.pools();
+    planner.flavors();
+    planner.templates();
+    planner.finish()
+}
+
+/// The words a note uses for a kind.
+fn noun(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Site => "site",
+        Kind::ProviderAccount => "provider account",
+        Kind::Pool => "pool",
+        Kind::OwnerQuota => "owner quota",
+        Kind::Offer => "offer",
+        Kind::Flavor => "flavor",
+        Kind::SandboxTemplate => "sandbox template",
+    }
+}
+
+fn slice<T>(list: &Option<Vec<T>>) -> &[T] {
+    list.as_deref().unwrap_or(&[])
+}
+
+/// The differing fields of an update, with their values as JSON.
+#[derive(Default)]
+struct Diff {
+    fields: Vec<String>,
+    before: Map<String, Value>,
+    after: Map<String, Value>,
+    /// Differing fields that cannot change.
+    fixed: Vec<&'static str>,
+}
+
+impl Diff {
+    fn field<T: Serialize + PartialEq + ?Sized>(
+        &mut self,
+        name: &'static str,
+        before: &T,
+        after: &T,
+    ) {
+        if before != after {
+            self.differs(name, before, after);
+        }
+    }
+
+    fn differs<T: Serialize + ?Sized>(&mut self, name: &'static str, before: &T, after: &T) {
+        let json = |v: &T| serde_json::to_value(v).expect("document values serialize");
+        self.fields.push(name.to_owned());
+        self.before.insert(name.to_owned(), json(before));
+        self.after.insert(name.to_owned(), json(after));
+    }
+
+    /// A field that cannot change: a difference blocks the update.
+    fn fixed<T: Serialize + PartialEq + ?Sized>(
+        &mut self,
+        name: &'static str,
+        before: &T,
+        after: &T,
+    ) {
+        if before != after {
+            self.fixed_differs(name, before, after);
+        }
+    }
+
+    fn fixed_differs<T: Serialize + ?Sized>(&mut self, name: &'static str, before: &T, after: &T) {
+        self.differs(name, before, after);
+        self.fixed.push(name);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
+struct Planner<'a> {
+    doc: &'a Document,
+    ex: &'a Export,
+    prune: bool,
+    tenant: &'a str,
+    objects: HashMap<(Kind, &'a str), &'a ObjectRef>,
+    by_id: HashMap<&'a str, &'a ObjectRef>,
+    tenants: HashSet<&'a str>,
+    cur_sites: HashMap<&'a str, &'a Site>,
+    cur_accounts: HashMap<&'a str, &'a ProviderAccount>,
+    cur_pools: HashMap<&'a str, &'a Pool>,
+    cur_templates: HashMap<&'a str, &'a SandboxTemplate>,
+    /// Existing flavors by (pool id, name).
+    cur_flavors: HashMap<(String, &'a str), &'a Flavor>,
+    site_ids: HashMap<&'a str, String>,
+    account_ids: HashMap<&'a str, String>,
+    pool_ids: HashMap<&'a str, String>,
+    /// Flavor ids by (pool id, flavor name): the document's, the export's, offered pools'.
+    flavor_ids: HashMap<(String, &'a str), String>,
+    /// Export names matched by a document item, per kind: these are not pruned.
+    matched: HashSet<(Kind, &'a str)>,
+    changes: Vec<Change>,
+    calls: Vec<(u8, String, Call)>,
+}
+
+impl<'a> Planner<'a> {
+    fn new(doc: &'a Document, ex: &'a Export, options: PlanOptions) -> Self {
+        let mut objects = HashMap::with_capacity(ex.objects.len());
+        let mut by_id = HashMap::new();
+        for object in &ex.objects {
+            objects.insert((object.kind, object.name.as_str()), object);
+            if let Some(id) = &object.id {
+                by_id.insert(id.as_str(), object);
+            }
+        }
+        let config = &ex.config;
+        let mut planner = Planner {
+            doc,
+            ex,
+            prune: options.prune,
+            tenant: &ex.tenant_id,
+            objects,
+            by_id,
+            tenants: ex.tenants.iter().map(String::as_str).collect(),
+            cur_sites: slice(&config.sites)
+                .iter()
+                .map(|s| (s.name.as_str(), s))
+                .collect(),
+            cur_accounts: slice(&config.provider_accounts)
+                .iter()
+                .map(|a| (a.name.as_str(), a))
+                .collect(),
+            cur_pools: slice(&config.pools)
+                .iter()
+                .map(|p| (p.name.as_str(), p))
+                .collect(),
+            cur_templates: slice(&config.sandbox_templates)
+                .iter()
+                .map(|t| (t.name.as_str(), t))
+                .collect(),
+            cur_flavors: HashMap::new(),
+            site_ids: HashMap::new(),
+            account_ids: HashMap::new(),
+            pool_ids: HashMap::new(),
+            flavor_ids: HashMap::new(),
+            matched: HashSet::new(),
+            changes: Vec::new(),
+            calls: Vec::new(),
+        };
+        planner.index_ids();
+        planner
+    }
+
+    /// Fills the reference maps: export names and ids first, then the document's names, so a
+    /// document item wins over an export item of the same name (they are the same object).
+    fn index_ids(&mut self) {
+        let (doc, ex) = (self.doc, self.ex);
+        for object in &ex.objects {
+            if let Some(id) = &object.id {
+                let map = match object.kind {
+                    Kind::Site => &mut self.site_ids,
+                    Kind::ProviderAccount => &mut self.account_ids,
+                    Kind::Pool => &mut self.pool_ids,
+                    _ => continue,
+                };
+                map.insert(id.as_str(), id.clone());
+                map.insert(object.name.as_str(), id.clone());
+            }
+        }
+        for s in slice(&ex.config.sites) {
+            let id = self.existing_id(Kind::Site, &s.name);
+            self.site_ids.insert(&s.name, id);
+        }
+        for a in slice(&ex.config.provider_accounts) {
+            let id = self.existing_id(Kind::ProviderAccount, &a.name);
+            self.account_ids.insert(&a.name, id);
+        }
+        for p in slice(&ex.config.pools) {
+            let id = self.existing_id(Kind::Pool, &p.name);
+            self.pool_ids.insert(&p.name, id);
+        }
+        for offered in &ex.offered_pools {
+            self.pool_ids.insert(&offered.id, offered.id.clone());
+            for f in &offered.flavors {
+                self.flavor_ids
+                    .insert((offered.id.clone(), f.name.as_str()), f.id.clone());
+            }
+        }
+        for s in slice(&doc.sites) {
+            let id = self.id_of(Kind::Site, &s.name);
+            self.site_ids.insert(&s.name, id);
+        }
+        // Items of a kind the deployment does not serve will not exist: references to them
+        // stay unknown.
+        if !self.missing(Section::ProviderAccounts) {
+            for a in slice(&doc.provider_accounts) {
+                let id = self.id_of(Kind::ProviderAccount, &a.name);
+                self.account_ids.insert(&a.name, id);
+            }
+        }
+        for p in slice(&doc.pools) {
+            let id = self.id_of(Kind::Pool, &p.name);
+            self.pool_ids.insert(&p.name, id);
+        }
+        for f in slice(&ex.config.flavors) {
+            let pool = self.pool_ids.get(f.pool.as_str()).cloned();
+            let pool = pool.unwrap_or_else(|| f.pool.clone());
+            let id = self.existing_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name));
+            self.flavor_ids.insert((pool.clone(), &f.name), id);
+            self.cur_flavors.insert((pool, &f.name), f);
+        }
+        let doc_flavors = match self.missing(Section::Flavors) {
+            true => &[][..],
+            false => slice(&doc.flavors),
+        };
+        for f in doc_flavors {
+            let Some(pool) = self.pool_ids.get(f.pool.as_str()).cloned() else {
+                continue;
+            };
+            let id = match self.cur_flavors.get(&(pool.clone(), f.name.as_str())) {
+                Some(cur) => self.existing_id(Kind::Flavor, &format!("{}/{}", cur.pool, cur.name)),
+                None => self.derived_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name)),
+            };
+            self.flavor_ids.insert((pool, &f.name), id);
+        }
+    }
+
+    /// The export name of the existing item a document name matches: the same plan name, or
+    /// the id of an exported object of that kind.
+    fn existing_name(&self, kind: Kind, name: &'a str) -> Option<&'a str> {
+        let by_name = match kind {
+            Kind::Site => self.cur_sites.contains_key(name),
+            Kind::ProviderAccount => self.cur_accounts.contains_key(name),
+            Kind::Pool => self.cur_pools.contains_key(name),
+            Kind::SandboxTemplate => self.cur_templates.contains_key(name),
+            _ => false,
+        };
+        if by_name {
+            return Some(name);
+        }
+        self.by_id
+            .get(name)
+            .filter(|o| o.kind == kind)
+            .map(|o| o.name.as_str())
+    }
+
+    /// The id of an existing item by its export name.
+    fn existing_id(&self, kind: Kind, export_name: &str) -> String {
+        match self
+            .objects
+            .get(&(kind, export_name))
+            .and_then(|o| o.id.clone())
+        {
+            Some(id) => id,
+            // An export without the object's id: the id it would have if fleet created it.
+            None => self.derived_id(kind, export_name),
+        }
+    }
+
+    /// The id of a document item: the existing object's, or the one its create call makes.
+    fn id_of(&self, kind: Kind, name: &'a str) -> String {
+        match self.existing_name(kind, name) {
+            Some(existing) => self.existing_id(kind, existing),
+            None => self.derived_id(kind, name),
+        }
+    }
+
+    fn key(&self, kind: Kind, name: &str) -> String {
+        ids::idempotency_key(self.tenant, kind, name)
+    }
+
+    fn derived_id(&self, kind: Kind, name: &str) -> String {
+        ids::derive_id(kind, &self.ex.caller, &self.key(kind, name))
+    }
+
+    fn revision(&self, kind: Kind, export_name: &str) -> Option<u64> {
+        self.objects.get(&(kind, export_name)).map(|o| o.revision)
+    }
+
+    fn missing(&self, section: Section) -> bool {
+        self.ex.missing.contains(&section)
+    }
+
+    /// True when two references name the same object (`fra` and `site_01…` may).
+    fn same(map: &HashMap<&str, String>, a: &str, b: &str) -> bool {
+        a == b || matches!((map.get(a), map.get(b)), (Some(x), Some(y)) if x == y)
+    }
+
+    /// Records a change; its call is kept only when nothing blocks it.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        kind: Kind,
+        name: String,
+        action: Action,
+        diff: Option<Diff>,
+        mut notes: Vec<String>,
+        reason: Option<&str>,
+        call: Option<(u8, Call)>,
+    ) {
+        let mut change = Change {
+            kind,
+            name,
+            action,
+            fields: Vec::new(),
+            before: None,
+            after: None,
+            blocked: false,
+            note: None,
+            reason: reason.map(str::to_owned),
+        };
+        if let Some(diff) = diff {
+            if !diff.fixed.is_empty() {
+                notes.insert(
+                    0,
+                    format!(
+                        "{} cannot change; create a new {} instead",
+                        diff.fixed.join(", "),
+                        noun(kind)
+                    ),
+                );
+            }
+            change.fields = diff.fields;
+            change.before = Some(diff.before);
+            change.after = Some(diff.after);
+        }
+        if notes.is_empty() {
+            if let Some((step, call)) = call {
+                self.calls.push((step, change.name.clone(), call));
+            }
+        } else {
+            change.blocked = true;
+            change.note = Some(notes.join("; "));
+        }
+        self.changes.push(change);
+    }
+
+    fn sites(&mut self) {
+        let Some(sites) = &self.doc.sites else { return };
+        for s in sites {
+            match self.existing_name(Kind::Site, &s.name) {
+                None => {
+                    let call = Call::SiteCreate(SiteCreate {
+                        tenant_id: self.tenant.to_owned(),
+                        idempotency_key: Some(self.key(Kind::Site, &s.name)),
+                        kind: s.kind,
+                        region: s.region.clone(),
+                    });
+                    let name = s.name.clone();
+                    self.record(
+                        Kind::Site,
+                        name,
+                        Action::Create,
+                        None,
+                        vec![],
+                        None,
+                        Some((step::SITE_CREATE, call)),
+                    );
+                }
+                Some(existing) => {
+                    self.matched.insert((Kind::Site, existing));
+                    let cur = self.cur_sites[existing];
+                    let mut diff = Diff::default();
+                    diff.fixed("kind", &cur.kind, &s.kind);
+                    diff.fixed("region", &cur.region, &s.region);
+                    self.update_or_unchanged(Kind::Site, s.name.clone(), diff, vec![], None);
+                }
+            }
+        }
+        if self.prune {
+            for cur in slice(&self.ex.config.sites) {
+                if !self.matched.contains(&(Kind::Site, cur.name.as_str())) {
+                    let note = "sites are never deleted".to_owned();
+                    self.record(
+                        Kind::Site,
+                        cur.name.clone(),
+                        Action::Delete,
+                        None,
+                        vec![note],
+                        Some(PRUNE_REASON),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+
+    /// An existing item: `unchanged` when nothing differs, else `update` with `call`.
+    fn update_or_unchanged(
+        &mut self,
+        kind: Kind,
+        name: String,
+        diff: Diff,
+        notes: Vec<String>,
+        call: Option<(u8, Call)>,
+    ) {
+        if diff.is_empty() {
+            self.record(kind, name, Action::Unchanged, None, notes, None, None);
+        } else {
+            self.record(kind, name, Action::Update, Some(diff), notes, None, call);
+        }
+    }
+
+    fn provider_accounts(&mut self) {
+        let missing = self.missing(Section::ProviderAccounts);
+        if let Some(accounts) = &self.doc.provider_accounts {
+            for a in accounts {
+                let mut notes = Vec::new();
+                if missing {
+                    notes.push(
+                        "this deployment does not serve provider accounts (vps module)".to_owned(),
+                    );
+                }
+                match self.existing_name(Kind::ProviderAccount, &a.name) {
+                    None => {
+                        let call = Call::ProviderAccountCreate(ProviderAccountCreate {
+                            tenant_id: self.tenant.to_owned(),
+                            idempotency_key: Some(self.key(Kind::ProviderAccount, &a.name)),
+                            name: a.name.clone(),
+                            provider: a.provider.clone(),
+                            config: a.config.clone(),
+                        });
+                        let step = step::PROVIDER_ACCOUNT_WRITE;
+                        self.record(
+                            Kind::ProviderAccount,
+                            a.name.clone(),
+                            Action::Create,
+                            None,
+                            notes,
+                            None,
+                            Some((step, call)),
+                        );
+                    }
+                    Some(existing) => {
+                        self.matched.insert((Kind::ProviderAccount, existing));
+                        let cur = self.cur_accounts[existing];
+                        let mut diff = Diff::default();
+                        diff.fixed("provider", &cur.provider, &a.provider);
+                        diff.field("config", &cur.config, &a.config);
+                        let call = Call::ProviderAccountUpdate(ProviderAccountUpdate {
+                            tenant_id: self.tenant.to_owned(),
+                            id: self.existing_id(Kind::ProviderAccount, existing),
+                            if_revision: self
+                                .revision(Kind::ProviderAccount, existing)
+                                .unwrap_or(0),
+                            config: a.config.clone(),
+                        });
+                        let call = Some((step::PROVIDER_ACCOUNT_WRITE, call));
+                        self.update_or_unchanged(
+                            Kind::ProviderAccount,
+                            a.name.clone(),
+                            diff,
+                            notes,
+                            call,
+                        );
+                    }
+                }
+            }
+        }
+        if self.prune && self.doc.provider_accounts.is_some() {
+            // The pools that stay after this plan, by the provider account they use.
+            let remaining = match &self.doc.pools {
+                Some(pools) => pools.as_slice(),
+                None => slice(&self.ex.config.pools),
+            };
+            let mut users: HashMap<String, &str> = HashMap::new();
+            for p in remaining {
+                if let Some(account) = &p.provider_account
+                    && let Some(id) = self.account_ids.get(account.as_str())
+                {
+                    let user = users.entry(id.clone()).or_insert(&p.name);
+                    if p.name.as_str() < *user {
+                        *user = &p.name;
+                    }
+                }
+            }
+            for cur in slice(&self.ex.config.provider_accounts) {
+                if self
+                    .matched
+                    .contains(&(Kind::ProviderAccount, cur.name.as_str()))
+                {
+                    continue;
+                }
+                let id = self.existing_id(Kind::ProviderAccount, &cur.name);
+                let notes = match users.get(id.as_str()) {
+                    Some(pool) => vec![format!("provider account is used by pool \"{pool}\"")],
+                    None => vec![],
+                };
+                let call = Call::ProviderAccountDelete(Delete {
+                    tenant_id: self.tenant.to_owned(),
+                    if_revision: self.revision(Kind::ProviderAccount, &cur.name).unwrap_or(0),
+                    id,
+                });
+                let step = step::PROVIDER_ACCOUNT_DELETE;
+                self.record(
+                    Kind::ProviderAccount,
+                    cur.name.clone(),
+                    Action::Delete,
+                    None,
+                    notes,
+                    Some(PRUNE_REASON),
+                    Some((step, call)),
+                );
+            }
+        }
+    }
+
+    fn pools(&mut self) {
+        if let Some(pools) = &self.doc.pools {
+            for p in pools {
+                self.pool(p);
+            }
+        }
+        if !(self.prune && self.doc.pools.is_some()) {
+            return;
+        }
+        // What stays after this plan, by the pool it uses.
+        let flavors = match &self.doc.flavors {
+            Some(flavors) => flavors.as_slice(),
+            None => slice(&self.ex.config.flavors),
+        };
+        let templates = match &self.doc.sandbox_templates {
+            Some(templates) => templates.as_slice(),
+            None => slice(&self.ex.config.sandbox_templates),
+        };
+        let mut users: HashMap<String, String> = HashMap::new();
+        let mut use_pool = |pool_id: Option<&String>, user: String| {
+            if let Some(id) = pool_id {
+                let entry = users.entry(id.clone()).or_insert_with(|| user.clone());
+                if user < *entry {
+                    *entry = user;
+                }
+            }
+        };
+        for f in flavors {
+            let user = format!("flavor \"{}/{}\"", f.pool, f.name);
+            use_pool(self.pool_ids.get(f.pool.as_str()), user);
+        }
+        for t in templates {
+            // "sandbox template" sorts after "flavor": flavors are named first.
+            let user = format!("sandbox template \"{}\"", t.name);
+            use_pool(self.pool_ids.get(t.pool.as_str()), user);
+        }
+        for cur in slice(&self.ex.config.pools) {
+            if self.matched.contains(&(Kind::Pool, cur.name.as_str())) {
+                continue;
+            }
+            let id = self.existing_id(Kind::Pool, &cur.name);
+            let notes = match users.get(id.as_str()) {
+                Some(user) => vec![format!("pool is used by {user}")],
+                None => vec![],
+            };
+            let call = Call::PoolArchive(Delete {
+                tenant_id: self.tenant.to_owned(),
+                if_revision: self.revision(Kind::Pool, &cur.name).unwrap_or(0),
+                id,
+            });
+            let step = step::POOL_ARCHIVE;
+            self.record(
+                Kind::Pool,
+                cur.name.clone(),
+                Action::Delete,
+                None,
+                notes,
+                Some(PRUNE_REASON),
+                Some((step, call)),
+            );
+        }
+    }
+
+    fn pool(&mut self, p: &'a Pool) {
+        let mut notes = Vec::new();
+        let site_id = self.site_ids.get(p.site.as_str()).cloned();
+        if site_id.is_none() {
+            notes.push(format!("unknown site \"{}\"", p.site));
+        }
+        let account_id = p.provider_account.as_ref().map(|a| {
+            let id = self.account_ids.get(a.as_str()).cloned();
+            if id.is_none() {
+                notes.push(format!("unknown provider account \"{a}\""));
+            }
+            id.unwrap_or_else(|| a.clone())
+        });
+        let existing = self.existing_name(Kind::Pool, &p.name);
+        let pool_id = self.id_of(Kind::Pool, &p.name);
+        let cur = match existing {
+            None => {
+                let call = Call::PoolCreate(PoolCreate {
+                    tenant_id: self.tenant.to_owned(),
+                    idempotency_key: Some(self.key(Kind::Pool, &p.name)),
+                    site_id: site_id.unwrap_or_else(|| p.site.clone()),
+                    class: p.class,
+                    gpu_model: p.gpu_model.clone(),
+                    provider_account_id: account_id,
+                    policy: p.policy.clone(),
+                });
+                self.record(
+                    Kind::Pool,
+                    p.name.clone(),
+                    Action::Create,
+                    None,
+                    notes,
+                    None,
+                    Some((step::POOL_CREATE, call)),
+                );
+                None
+            }
+            Some(existing) => {
+                self.matched.insert((Kind::Pool, existing));
+                let cur = self.cur_pools[existing];
+                let mut diff = Diff::default();
+                if !Self::same(&self.site_ids, &cur.site, &p.site) {
+                    diff.fixed_differs("site", &cur.site, &p.site);
+                }
+                diff.fixed("class", &cur.class, &p.class);
+                diff.fixed("gpuModel", &cur.gpu_model, &p.gpu_model);
+                let same_account = match (&cur.provider_account, &p.provider_account) {
+                    (Some(a), Some(b)) => Self::same(&self.account_ids, a, b),
+                    (a, b) => a == b,
+                };
+                if !same_account {
+                    diff.fixed_differs(
+                        "providerAccount",
+                        &cur.provider_account,
+                        &p.provider_account,
+                    );
+                }
+                diff.field("policy", &cur.policy, &p.policy);
+                let call = Call::PoolUpdate(PoolUpdate {
+                    tenant_id: self.tenant.to_owned(),
+                    id: pool_id.clone(),
+                    if_revision: self.revision(Kind::Pool, existing).unwrap_or(0),
+                    policy: p.policy.clone(),
+                });
+                let call = Some((step::POOL_UPDATE_QUOTA, call));
+                self.update_or_unchanged(Kind::Pool, p.name.clone(), diff, notes, call);
+                Some((existing, cur))
+            }
+        };
+        if let Some(quota) = &p.owner_quota {
+            self.owner_quota(p, quota, &pool_id, cur);
+        }
+        if let Some(offers) = &p.offers {
+            self.offers(p, offers, &pool_id, cur);
+        }
+    }
+
+    fn owner_quota(
+        &mut self,
+        p: &Pool,
+        quota: &BTreeMap<String, u64>,
+        pool_id: &str,
+        cur: Option<(&str, &Pool)>,
+    ) {
+        let empty = BTreeMap::new();
+        let (cur_name, cur_quota) = match cur {
+            Some((name, pool)) => (name, pool.owner_quota.as_ref().unwrap_or(&empty)),
+            None => (p.name.as_str(), &empty),
+        };
+        let set = |planner: &Self, resource: &str, max: Option<u64>| {
+            let existing = format!("{cur_name}:{resource}");
+            Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
+                tenant_id: planner.tenant.to_owned(),
+                pool_id: pool_id.to_owned(),
+                resource: resource.to_owned(),
+                max,
+                if_revision: cur_quota
+                    .contains_key(resource)
+                    .then(|| planner.revision(Kind::OwnerQuota, &existing))
+                    .flatten(),
+            })
+        };
+        let step = step::POOL_UPDATE_QUOTA;
+        for (resource, max) in quota {
+            let name = format!("{}:{resource}", p.name);
+            let call = Some((step, set(self, resource, Some(*max))));
+            match cur_quota.get(resource) {
+                None => self.record(
+                    Kind::OwnerQuota,
+                    name,
+                    Action::Create,
+                    None,
+                    vec![],
+                    None,
+                    call,
+                ),
+                Some(before) => {
+                    let mut diff = Diff::default();
+                    diff.field("max", before, max);
+                    self.update_or_unchanged(Kind::OwnerQuota, name, diff, vec![], call);
+                }
+            }
+        }
+        if self.prune {
+            for resource in cur_quota.keys().filter(|r| !quota.contains_key(*r)) {
+                let name = format!("{}:{resource}", p.name);
+                let call = Some((step, set(self, resource, None)));
+                self.record(
+                    Kind::OwnerQuota,
+                    name,
+                    Action::Delete,
+                    None,
+                    vec![],
+                    Some(PRUNE_REASON),
+                    call,
+                );
+            }
+        }
+    }
+
+    fn offers(&mut self, p: &Pool, offers: &[Offer], pool_id: &str, cur: Option<(&str, &Pool)>) {
+        let (cur_name, cur_offers) = match cur {
+            Some((name, pool)) => (name, slice(&pool.offers)),
+            None => (p.name.as_str(), &[][..]),
+        };
+        let by_tenant: HashMap<&str, &Offer> =
+            cur_offers.iter().map(|o| (o.tenant.as_str(), o)).collect();
+        let mut wanted = HashSet::new();
+        for o in offers {
+            wanted.insert(o.tenant.as_str());
+            let name = format!("{} -> {}", p.name, o.tenant);
+            let mut notes = Vec::new();
+            if o.tenant == self.tenant {
+                notes.push("a pool cannot be offered to its own owner".to_owned());
+            } else if !self.tenants.contains(o.tenant.as_str()) {
+                notes.push(format!("unknown tenant \"{}\"", o.tenant));
+            }
+            let existing = by_tenant.get(o.tenant.as_str());
+            let revision = existing
+                .and_then(|_| self.revision(Kind::Offer, &format!("{cur_name} -> {}", o.tenant)));
+            let call = Call::PoolOffer(PoolOffer {
+                tenant_id: self.tenant.to_owned(),
+                pool_id: pool_id.to_owned(),
+                tenant: o.tenant.clone(),
+                quota: o.quota.clone(),
+                priority: o.priority,
+                if_revision: revision,
+            });
+            let call = Some((step::OFFER, call));
+            match existing {
+                None => self.record(Kind::Offer, name, Action::Create, None, notes, None, call),
+                Some(before) => {
+                    let mut diff = Diff::default();
+                    diff.field("quota", &before.quota, &o.quota);
+                    diff.field("priority", &before.priority, &o.priority);
+                    self.update_or_unchanged(Kind::Offer, name, diff, notes, call);
+                }
+            }
+        }
+        if self.prune {
+            for o in cur_offers
+                .iter()
+                .filter(|o| !wanted.contains(o.tenant.as_str()))
+            {
+                let name = format!("{} -> {}", p.name, o.tenant);
+                let revision = self.revision(Kind::Offer, &format!("{cur_name} -> {}", o.tenant));
+                let call = Call::PoolUnoffer(PoolUnoffer {
+                    tenant_id: self.tenant.to_owned(),
+                    pool_id: pool_id.to_owned(),
+                    tenant: o.tenant.clone(),
+                    if_revision: revision.unwrap_or(0),
+                });
+                let call = Some((step::UNOFFER, call));
+                self.record(
+                    Kind::Offer,
+                    name,
+                    Action::Delete,
+                    None,
+                    vec![],
+                    Some(PRUNE_REASON),
+                    call,
+                );
+            }
+        }
+    }
+
+    fn flavors(&mut self) {
+        let missing = self.missing(Section::Flavors);
+        let mut matched: HashSet<(&str, &str)> = HashSet::new();
+        for f in slice(&self.doc.flavors) {
+            let name = format!("{}/{}", f.pool, f.name);
+            let pool_id = self.pool_ids.get(f.pool.as_str()).cloned();
+            let mut notes = Vec::new();
+            if missing {
+                notes.push("this deployment does not serve flavors (vps module)".to_owned());
+            } else if pool_id.is_none() {
+                notes.push(format!("unknown pool \"{}\"", f.pool));
+            }
+            let existing = pool_id.as_ref().and_then(|id| {
+                self.cur_flavors
+                    .get(&(id.clone(), f.name.as_str()))
+                    .copied()
+            });
+            match existing {
+                None => {
+                    let call = Call::FlavorCreate(FlavorCreate {
+                        tenant_id: self.tenant.to_owned(),
+                        idempotency_key: Some(self.key(Kind::Flavor, &name)),
+                        pool_id: pool_id.unwrap_or_else(|| f.pool.clone()),
+                        name: f.name.clone(),
+                        vcpu: f.vcpu,
+                        memory_gib: f.memory_gib,
+                        disk_gib: f.disk_gib,
+                        gpu: f.gpu,
+                    });
+                    let call = Some((step::FLAVOR_WRITE, call));
+                    self.record(Kind::Flavor, name, Action::Create, None, notes, None, call);
+                }
+                Some(cur) => {
+                    matched.insert((cur.pool.as_str(), cur.name.as_str()));
+                    let cur_name = format!("{}/{}", cur.pool, cur.name);
+                    let mut diff = Diff::default();
+                    diff.field("vcpu", &cur.vcpu, &f.vcpu);
+                    diff.field("memoryGiB", &cur.memory_gib, &f.memory_gib);
+                    diff.field("diskGiB", &cur.disk_gib, &f.disk_gib);
+                    diff.field("gpu", &cur.gpu, &f.gpu);
+                    let call = Call::FlavorUpdate(FlavorUpdate {
+                        tenant_id: self.tenant.to_owned(),
+                        id: self.existing_id(Kind::Flavor, &cur_name),
+                        if_revision: self.revision(Kind::Flavor, &cur_name).unwrap_or(0),
+                        vcpu: f.vcpu,
+                        memory_gib: f.memory_gib,
+                        disk_gib: f.disk_gib,
+                        gpu: f.gpu,
+                    });
+                    let call = Some((step::FLAVOR_WRITE, call));
+                    self.update_or_unchanged(Kind::Flavor, name, diff, notes, call);
+                }
+            }
+        }
+        if self.prune && self.doc.flavors.is_some() {
+            for cur in slice(&self.ex.config.flavors) {
+                if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
+                    continue;
+                }
+                let name = format!("{}/{}", cur.pool, cur.name);
+                let call = Call::FlavorDelete(Delete {
+                    tenant_id: self.tenant.to_owned(),
+                    id: self.existing_id(Kind::Flavor, &name),
+                    if_revision: self.revision(Kind::Flavor, &name).unwrap_or(0),
+                });
+                let call = Some((step::FLAVOR_DELETE, call));
+                self.record(
+                    Kind::Flavor,
+                    name,
+                    Action::Delete,
+                    None,
+                    vec![],
+                    Some(PRUNE_REASON),
+                    call,
+                );
+            }
+        }
+    }
+
+    fn templates(&mut self) {
+        let missing = self.missing(Section::SandboxTemplates);
+        for t in slice(&self.doc.sandbox_templates) {
+            let mut notes = Vec::new();
+            let pool_id = self.pool_ids.get(t.pool.as_str()).cloned();
+            let flavor_id = pool_id.as_ref().and_then(|p| {
+                self.flavor_ids
+                    .get(&(p.clone(), t.flavor.as_str()))
+                    .cloned()
+            });
+            if missing {
+                notes.push("this deployment does not run sandboxes (vps v0.5)".to_owned());
+            } else if pool_id.is_none() {
+                notes.push(format!("unknown pool \"{}\"", t.pool));
+            } else if flavor_id.is_none() {
+                notes.push(format!("unknown flavor \"{}/{}\"", t.pool, t.flavor));
+            }
+            let flavor_id = flavor_id.unwrap_or_else(|| t.flavor.clone());
+            match self.existing_name(Kind::SandboxTemplate, &t.name) {
+                None => {
+                    let call = Call::SandboxTemplateCreate(SandboxTemplateCreate {
+                        tenant_id: self.tenant.to_owned(),
+                        idempotency_key: Some(self.key(Kind::SandboxTemplate, &t.name)),
+                        name: t.name.clone(),
+                        pool_id: pool_id.unwrap_or_else(|| t.pool.clone()),
+                        flavor_id,
+                        image_id: t.image_id.clone(),
+                        env: t.env.clone(),
+                        network: t.network,
+                        warm: t.warm,
+                    });
+                    let call = Some((step::TEMPLATE_WRITE, call));
+                    self.record(
+                        Kind::SandboxTemplate,
+                        t.name.clone(),
+                        Action::Create,
+                        None,
+                        notes,
+                        None,
+                        call,
+                    );
+                }
+                Some(existing) => {
+                    self.matched.insert((Kind::SandboxTemplate, existing));
+                    let cur = self.cur_templates[existing];
+                    let mut diff = Diff::default();
+                    if !Self::same(&self.pool_ids, &cur.pool, &t.pool) {
+                        diff.fixed_differs("pool", &cur.pool, &t.pool);
+                    }
+                    let same_flavor = cur.flavor == t.flavor
+                        || {
+                            let flavor = |pool: &str, name: &'a str| {
+                                let pool = self.pool_ids.get(pool)?;
+                                self.flavor_ids.get(&(pool.clone(), name))
+                            };
+                            matches!((flavor(&cur.pool, &cur.flavor), flavor(&t.pool, &t.flavor)), (Some(a), Some(b)) if a == b)
+                        };
+                    if !same_flavor {
+                        diff.differs("flavor", &cur.flavor, &t.flavor);
+                    }
+                    diff.field("imageId", &cur.image_id, &t.image_id);
+                    let empty = BTreeMap::new();
+                    let (cur_env, env) = (
+                        cur.env.as_ref().unwrap_or(&empty),
+                        t.env.as_ref().unwrap_or(&empty),
+                    );
+                    if cur_env != env {
+                        diff.differs("env", &cur.env, &t.env);
+                    }
+                    diff.field("network", &cur.network, &t.network);
+                    diff.field("warm", &cur.warm, &t.warm);
+                    let call = Call::SandboxTemplateUpdate(SandboxTemplateUpdate {
+                        tenant_id: self.tenant.to_owned(),
+                        id: self.existing_id(Kind::SandboxTemplate, existing),
+                        if_revision: self.revision(Kind::SandboxTemplate, existing).unwrap_or(0),
+                        flavor_id,
+                        image_id: t.image_id.clone(),
+                        env: t.env.clone(),
+                        network: t.network,
+                        warm: t.warm,
+                    });
+                    let call = Some((step::TEMPLATE_WRITE, call));
+                    self.update_or_unchanged(
+                        Kind::SandboxTemplate,
+                        t.name.clone(),
+                        diff,
+                        notes,
+                        call,
+                    );
+                }
+            }
+        }
+        if self.prune && self.doc.sandbox_templates.is_some() {
+            for cur in slice(&self.ex.config.sandbox_templates) {
+                if self
+                    .matched
+                    .contains(&(Kind::SandboxTemplate, cur.name.as_str()))
+                {
+                    continue;
+                }
+                let call = Call::SandboxTemplateDelete(Delete {
+                    tenant_id: self.tenant.to_owned(),
+                    id: self.existing_id(Kind::SandboxTemplate, &cur.name),
+                    if_revision: self.revision(Kind::SandboxTemplate, &cur.name).unwrap_or(0),
+                });
+                let call = Some((step::TEMPLATE_DELETE, call));
+                self.record(
+                    Kind::SandboxTemplate,
+                    cur.name.clone(),
+                    Action::Delete,
+                    None,
+                    vec![],
+                    Some(PRUNE_REASON),
+                    call,
+                );
+            }
+        }
+    }
+
+    fn finish(self) -> Plan {
+        let mut changes = self.changes;
+        changes.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        let mut calls = self.calls;
+        calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
+        let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();
+        let mut summary = Summary::default();
+        for change in &changes {
+            match change.action {
+                Action::Create => summary.create += 1,
+                Action::Update => summary.update += 1,
+                Action::Delete => summary.delete += 1,
+                Action::Unchanged => summary.unchanged += 1,
+            }
+            summary.blocked |= change.blocked;
+        }
+        Plan {
+            plan_hash: plan_hash(&calls),
+            changes,
+            calls,
+            summary,
+        }
+    }
+}

@@ -1,0 +1,651 @@
+//! One test per plan rule: `check(document, export, options, expect)` where `expect` lists
+//! every change that does something as `kind name action[ blocked: note]`.
+
+use super::*;
+use crate::export::{ObjectRef, Section};
+use crate::ids;
+use crate::validate::validate;
+
+const FLEET: &str = r#"{
+  "version": 1,
+  "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+  "providerAccounts": [{ "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "secret://h" } }],
+  "pools": [
+    { "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+      "policy": { "disruptionBudget": 0.1 }, "ownerQuota": { "gpu": 8 },
+      "offers": [{ "tenant": "acme", "quota": { "vcpu": 64 } }] },
+    { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud",
+      "ownerQuota": {}, "offers": [] }
+  ],
+  "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
+  "sandboxTemplates": [{ "name": "py-small", "pool": "vps-fra", "flavor": "g1.small",
+      "imageId": "ubuntu-24.04", "network": "private" }]
+}"#;
+
+fn doc(json: &str) -> Document {
+    validate(json.as_bytes()).unwrap_or_else(|e| panic!("{e:#?}"))
+}
+
+/// An export of `config`, every item with id `<prefix>x<name>` (sites and pools named by
+/// fleet) and revision 7.
+fn export(config: &str, missing: &[Section]) -> Export {
+    let config = doc(config);
+    let mut objects = Vec::new();
+    let mut add = |kind: Kind, name: String| {
+        let id = ids::prefix(kind).map(|p| format!("{p}x{}", name.replace(['/', ':'], "")));
+        objects.push(ObjectRef {
+            kind,
+            name,
+            id,
+            revision: 7,
+        });
+    };
+    for s in config.sites.iter().flatten() {
+        add(Kind::Site, s.name.clone());
+    }
+    for a in config.provider_accounts.iter().flatten() {
+        add(Kind::ProviderAccount, a.name.clone());
+    }
+    for p in config.pools.iter().flatten() {
+        add(Kind::Pool, p.name.clone());
+        for r in p.owner_quota.iter().flatten() {
+            add(Kind::OwnerQuota, format!("{}:{}", p.name, r.0));
+        }
+        for o in p.offers.iter().flatten() {
+            add(Kind::Offer, format!("{} -> {}", p.name, o.tenant));
+        }
+    }
+    for f in config.flavors.iter().flatten() {
+        add(Kind::Flavor, format!("{}/{}", f.pool, f.name));
+    }
+    for t in config.sandbox_templates.iter().flatten() {
+        add(Kind::SandboxTemplate, t.name.clone());
+    }
+    Export {
+        tenant_id: "root".into(),
+        caller: "usr_ops".into(),
+        config,
+        missing: missing.to_vec(),
+        objects,
+        tenants: vec!["acme".into(), "globex".into(), "root".into()],
+        offered_pools: Vec::new(),
+    }
+}
+
+/// FLEET with `from` replaced by `to` (which must occur).
+fn edit(from: &str, to: &str) -> String {
+    assert!(FLEET.contains(from), "{from}");
+    FLEET.replacen(from, to, 1)
+}
+
+const PRUNE: PlanOptions = PlanOptions { prune: true };
+const KEEP: PlanOptions = PlanOptions { prune: false };
+
+#[track_caller]
+fn check(document: &str, export: &Export, options: PlanOptions, expect: &str) -> Plan {
+    let plan = plan(&doc(document), export, options);
+    let got: Vec<String> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::Unchanged || c.blocked)
+        .map(|c| {
+            let action = serde_json::to_value(c.action).unwrap();
+            let mut line = format!("{} {} {}", c.kind, c.name, action.as_str().unwrap());
+            if let Some(note) = &c.note {
+                line.push_str(&format!(" blocked: {note}"));
+            }
+            line
+        })
+        .collect();
+    let expect: Vec<&str> = expect
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(got, expect, "changes differ");
+    // A blocked change never has a call, and the summary says so.
+    assert_eq!(plan.summary.blocked, plan.changes.iter().any(|c| c.blocked));
+    assert_eq!(plan.plan_hash, plan_hash(&plan.calls));
+    plan
+}
+
+fn methods(plan: &Plan) -> Vec<&'static str> {
+    plan.calls.iter().map(Call::method).collect()
+}
+
+#[test]
+fn own_export_plans_nothing() {
+    let p = check(FLEET, &export(FLEET, &[]), PRUNE, "");
+    assert!(p.calls.is_empty());
+    assert_eq!(p.summary.unchanged, 8);
+    assert_eq!(p.plan_hash, plan_hash(&[]));
+}
+
+#[test]
+fn floats_compare_as_parsed() {
+    // 0.1 in both: the same f64, so no update.
+    let p = check(FLEET, &export(FLEET, &[]), KEEP, "");
+    assert_eq!(p.summary.update, 0);
+    let changed = edit("0.1", "0.30000000000000004");
+    check(&changed, &export(FLEET, &[]), KEEP, "pool vps-fra update");
+}
+
+#[test]
+fn creates_chain_by_deterministic_ids() {
+    let empty = export(r#"{"version": 1}"#, &[]);
+    let p = check(
+        FLEET,
+        &empty,
+        KEEP,
+        "site fra create
+         providerAccount cloud create
+         pool burst create
+         pool vps-fra create
+         ownerQuota vps-fra:gpu create
+         offer vps-fra -> acme create
+         flavor vps-fra/g1.small create
+         sandboxTemplate py-small create",
+    );
+    assert_eq!(
+        methods(&p),
+        [
+            "providerAccount.create",
+            "site.create",
+            "pool.create",
+            "pool.create",
+            "pool.setOwnerQuota",
+            "pool.offer",
+            "flavor.create",
+            "sandboxTemplate.create"
+        ]
+    );
+    let id =
+        |kind, name| ids::derive_id(kind, "usr_ops", &ids::idempotency_key("root", kind, name));
+    let Call::PoolCreate(pool) = &p.calls[3] else {
+        panic!()
+    };
+    assert_eq!(pool.site_id, id(Kind::Site, "fra"));
+    assert_eq!(
+        pool.idempotency_key.as_deref(),
+        Some("fleet:root:pool:vps-fra")
+    );
+    let Call::SandboxTemplateCreate(t) = &p.calls[7] else {
+        panic!()
+    };
+    assert_eq!(t.pool_id, id(Kind::Pool, "vps-fra"));
+    assert_eq!(t.flavor_id, id(Kind::Flavor, "vps-fra/g1.small"));
+    let Call::PoolSetOwnerQuota(q) = &p.calls[4] else {
+        panic!()
+    };
+    assert_eq!(q.if_revision, None, "a new entry has no revision");
+}
+
+#[test]
+fn calls_follow_the_dependency_order() {
+    // Everything at once: creates and updates of every kind, and prune deletes of every kind.
+    let current = r#"{"version": 1,
+      "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+      "providerAccounts": [{ "name": "cloud", "provider": "p", "config": {} },
+                           { "name": "old", "provider": "p", "config": {} }],
+      "pools": [{ "name": "a", "site": "fra", "class": "vps-host", "ownerQuota": {"gpu": 1},
+                  "offers": [{"tenant": "acme", "quota": {}}, {"tenant": "globex", "quota": {}}] },
+                { "name": "z-old", "site": "fra", "class": "vps-host" }],
+      "flavors": [{ "pool": "a", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 },
+                  { "pool": "a", "name": "old", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }],
+      "sandboxTemplates": [{ "name": "t", "pool": "a", "flavor": "f", "imageId": "i", "network": "none" },
+                           { "name": "old", "pool": "a", "flavor": "f", "imageId": "i", "network": "none" }]}"#;
+    let desired = r#"{"version": 1,
+      "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" },
+                { "name": "ams", "kind": "shared", "region": "eu-west" }],
+      "providerAccounts": [{ "name": "cloud", "provider": "p", "config": {"x": "y"} },
+                           { "name": "new", "provider": "p", "config": {} }],
+      "pools": [{ "name": "a", "site": "fra", "class": "vps-host", "policy": {"disruptionBudget": 1},
+                  "ownerQuota": {"gpu": 2}, "offers": [{"tenant": "acme", "quota": {"vcpu": 1}}] },
+                { "name": "b", "site": "ams", "class": "vps-host" }],
+      "flavors": [{ "pool": "a", "name": "f", "vcpu": 2, "memoryGiB": 1, "diskGiB": 1 },
+                  { "pool": "b", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }],
+      "sandboxTemplates": [{ "name": "t", "pool": "a", "flavor": "f", "imageId": "j", "network": "none" },
+                           { "name": "u", "pool": "b", "flavor": "f", "imageId": "i", "network": "none" }]}"#;
+    let p = check(
+        desired,
+        &export(current, &[]),
+        PRUNE,
+        "site ams create
+         providerAccount cloud update
+         providerAccount new create
+         providerAccount old delete
+         pool a update
+         pool b create
+         pool z-old delete
+         ownerQuota a:gpu update
+         offer a -> acme update
+         offer a -> globex delete
+         flavor a/f update
+         flavor a/old delete
+         flavor b/f create
+         sandboxTemplate old delete
+         sandboxTemplate t update
+         sandboxTemplate u create",
+    );
+    assert_eq!(
+        methods(&p),
+        [
+            "providerAccount.update",
+            "providerAccount.create",
+            "site.create",
+            "pool.create",
+            "pool.update",
+            "pool.setOwnerQuota",
+            "pool.offer",
+            "flavor.update",
+            "flavor.create",
+            "sandboxTemplate.update",
+            "sandboxTemplate.create",
+            "sandboxTemplate.delete",
+            "flavor.delete",
+            "pool.unoffer",
+            "pool.archive",
+            "providerAccount.delete",
+        ]
+    );
+    // Updates and deletes carry the revision they were planned against.
+    for call in &p.calls {
+        let input = serde_json::to_value(call).unwrap()["input"].clone();
+        if !call.method().ends_with(".create") {
+            assert_eq!(input["ifRevision"], 7, "{}", call.method());
+        }
+    }
+}
+
+#[test]
+fn updates_list_only_differing_fields() {
+    let changed = edit(r#""vcpu": 2"#, r#""vcpu": 3"#);
+    let p = check(
+        &changed,
+        &export(FLEET, &[]),
+        KEEP,
+        "flavor vps-fra/g1.small update",
+    );
+    let c = p.changes.iter().find(|c| c.kind == Kind::Flavor).unwrap();
+    assert_eq!(c.fields, ["vcpu"]);
+    assert_eq!(
+        serde_json::Value::Object(c.before.clone().unwrap()),
+        serde_json::json!({"vcpu": 2})
+    );
+    assert_eq!(
+        serde_json::Value::Object(c.after.clone().unwrap()),
+        serde_json::json!({"vcpu": 3})
+    );
+    let Call::FlavorUpdate(u) = &p.calls[0] else {
+        panic!()
+    };
+    assert_eq!(
+        (u.id.as_str(), u.if_revision, u.vcpu),
+        ("flv_xvps-frag1.small", 7, 3)
+    );
+}
+
+#[test]
+fn fixed_site_fields() {
+    let ex = export(FLEET, &[]);
+    check(
+        &edit("shared", "dedicated"),
+        &ex,
+        KEEP,
+        "site fra update blocked: kind cannot change; create a new site instead",
+    );
+    check(
+        &edit("eu-central", "eu-west"),
+        &ex,
+        KEEP,
+        "site fra update blocked: region cannot change; create a new site instead",
+    );
+}
+
+#[test]
+fn fixed_provider() {
+    check(
+        &edit("hetzner-cloud", "aws"),
+        &export(FLEET, &[]),
+        KEEP,
+        "providerAccount cloud update blocked: provider cannot change; create a new provider account instead",
+    );
+}
+
+#[test]
+fn fixed_pool_fields() {
+    let ex = export(
+        &edit(
+            r#""sites": ["#,
+            r#""sites": [{ "name": "ber", "kind": "shared", "region": "r" }, "#,
+        ),
+        &[],
+    );
+    let with_ber = edit(
+        r#""sites": ["#,
+        r#""sites": [{ "name": "ber", "kind": "shared", "region": "r" }, "#,
+    );
+    check(
+        &with_ber.replacen(
+            r#""site": "fra", "class": "vps-host""#,
+            r#""site": "ber", "class": "vps-host""#,
+            1,
+        ),
+        &ex,
+        KEEP,
+        "pool vps-fra update blocked: site cannot change; create a new pool instead",
+    );
+    check(
+        &with_ber.replacen("vps-host", "sandbox-host", 1),
+        &ex,
+        KEEP,
+        "pool vps-fra update blocked: class cannot change; create a new pool instead",
+    );
+    check(
+        &with_ber.replacen("L40S", "H100", 1),
+        &ex,
+        KEEP,
+        "pool vps-fra update blocked: gpuModel cannot change; create a new pool instead",
+    );
+    let two_accounts = with_ber.replacen(
+        r#""providerAccounts": ["#,
+        r#""providerAccounts": [{ "name": "metal", "provider": "x", "config": {} }, "#,
+        1,
+    );
+    check(
+        &two_accounts.replacen(
+            r#""providerAccount": "cloud""#,
+            r#""providerAccount": "metal""#,
+            1,
+        ),
+        &export(&two_accounts, &[]),
+        KEEP,
+        "pool burst update blocked: providerAccount cannot change; create a new pool instead",
+    );
+}
+
+#[test]
+fn fixed_template_pool() {
+    let current = edit(r#""pool": "vps-fra", "flavor""#, r#""pool": "burst", "flavor""#)
+        .replacen(
+            r#""flavors": ["#,
+            r#""flavors": [{ "pool": "burst", "name": "g1.small", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }, "#,
+            1,
+        );
+    let desired = current.replacen(
+        r#""pool": "burst", "flavor""#,
+        r#""pool": "vps-fra", "flavor""#,
+        1,
+    );
+    check(
+        &desired,
+        &export(&current, &[]),
+        KEEP,
+        "sandboxTemplate py-small update blocked: pool cannot change; create a new sandbox template instead",
+    );
+}
+
+#[test]
+fn unknown_references() {
+    let ex = export(FLEET, &[]);
+    check(
+        r#"{"version": 1, "pools": [{"name": "p", "site": "ams", "class": "vps-host"}]}"#,
+        &ex,
+        KEEP,
+        r#"pool p create blocked: unknown site "ams""#,
+    );
+    check(
+        r#"{"version": 1, "pools": [{"name": "p", "site": "fra", "class": "provider", "providerAccount": "metal"}]}"#,
+        &ex,
+        KEEP,
+        r#"pool p create blocked: unknown provider account "metal""#,
+    );
+    check(
+        r#"{"version": 1, "flavors": [{"pool": "nope", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}]}"#,
+        &ex,
+        KEEP,
+        r#"flavor nope/f create blocked: unknown pool "nope""#,
+    );
+    check(
+        r#"{"version": 1, "sandboxTemplates": [{"name": "t", "pool": "vps-fra", "flavor": "g9", "imageId": "i", "network": "none"}]}"#,
+        &ex,
+        KEEP,
+        r#"sandboxTemplate t create blocked: unknown flavor "vps-fra/g9""#,
+    );
+    check(
+        r#"{"version": 1, "sandboxTemplates": [{"name": "t", "pool": "nope", "flavor": "g1.small", "imageId": "i", "network": "none"}]}"#,
+        &ex,
+        KEEP,
+        r#"sandboxTemplate t create blocked: unknown pool "nope""#,
+    );
+    let p = check(
+        &edit(r#""tenant": "acme""#, r#""tenant": "initech""#),
+        &ex,
+        KEEP,
+        r#"offer vps-fra -> initech create blocked: unknown tenant "initech""#,
+    );
+    assert!(p.calls.is_empty() && p.summary.blocked);
+}
+
+#[test]
+fn offer_to_own_owner() {
+    check(
+        &edit(r#""tenant": "acme""#, r#""tenant": "root""#),
+        &export(FLEET, &[]),
+        KEEP,
+        "offer vps-fra -> root create blocked: a pool cannot be offered to its own owner",
+    );
+}
+
+#[test]
+fn references_by_id_and_by_existing_name() {
+    let ex = export(FLEET, &[]);
+    // A new pool on the existing site named by its id; a flavor on an existing pool by id.
+    check(
+        r#"{"version": 1,
+            "pools": [{"name": "p", "site": "site_xfra", "class": "vps-host"}],
+            "flavors": [{"pool": "pool_xvps-fra", "name": "g2", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}]}"#,
+        &ex,
+        KEEP,
+        "pool p create
+         flavor pool_xvps-fra/g2 create",
+    );
+    // A document naming an existing site by its id matches that site.
+    let p = check(
+        r#"{"version": 1, "sites": [{ "name": "site_xfra", "kind": "shared", "region": "eu-central" }]}"#,
+        &ex,
+        PRUNE,
+        "",
+    );
+    assert_eq!(p.summary.unchanged, 1);
+    // Naming the same pool by id in the document keeps the fixed site unchanged.
+    check(
+        &edit(
+            r#""name": "vps-fra", "site": "fra""#,
+            r#""name": "vps-fra", "site": "site_xfra""#,
+        ),
+        &ex,
+        KEEP,
+        "",
+    );
+}
+
+#[test]
+fn template_on_an_offered_pool() {
+    let mut ex = export(r#"{"version": 1}"#, &[]);
+    ex.offered_pools = vec![crate::export::OfferedPool {
+        id: "pool_g".into(),
+        flavors: vec![crate::export::OfferedFlavor {
+            name: "g1".into(),
+            id: "flv_g1".into(),
+        }],
+    }];
+    let p = check(
+        r#"{"version": 1, "sandboxTemplates": [{"name": "t", "pool": "pool_g", "flavor": "g1", "imageId": "i", "network": "none"}]}"#,
+        &ex,
+        KEEP,
+        "sandboxTemplate t create",
+    );
+    let Call::SandboxTemplateCreate(t) = &p.calls[0] else {
+        panic!()
+    };
+    assert_eq!(
+        (t.pool_id.as_str(), t.flavor_id.as_str()),
+        ("pool_g", "flv_g1")
+    );
+}
+
+#[test]
+fn prune_never_deletes_sites() {
+    check(
+        r#"{"version": 1, "sites": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        "site fra delete blocked: sites are never deleted",
+    );
+}
+
+#[test]
+fn prune_keeps_provider_accounts_in_use() {
+    check(
+        r#"{"version": 1, "providerAccounts": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        r#"providerAccount cloud delete blocked: provider account is used by pool "burst""#,
+    );
+    // Once the pool goes too, the account may go.
+    let p = check(
+        &edit(r#""providerAccounts": [{ "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "secret://h" } }]"#, r#""providerAccounts": []"#)
+            .replacen(
+                r#",
+    { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud",
+      "ownerQuota": {}, "offers": [] }"#,
+                "",
+                1,
+            ),
+        &export(FLEET, &[]),
+        PRUNE,
+        "providerAccount cloud delete
+         pool burst delete",
+    );
+    assert_eq!(methods(&p), ["pool.archive", "providerAccount.delete"]);
+}
+
+#[test]
+fn prune_keeps_pools_in_use() {
+    check(
+        r#"{"version": 1, "pools": [], "sandboxTemplates": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        r#"pool burst delete
+           pool vps-fra delete blocked: pool is used by flavor "vps-fra/g1.small"
+           sandboxTemplate py-small delete"#,
+    );
+    check(
+        r#"{"version": 1, "pools": [], "flavors": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        r#"pool burst delete
+           pool vps-fra delete blocked: pool is used by sandbox template "py-small"
+           flavor vps-fra/g1.small delete"#,
+    );
+}
+
+#[test]
+fn archived_pools_take_their_quotas_and_offers() {
+    let p = check(
+        r#"{"version": 1, "pools": [], "flavors": [], "sandboxTemplates": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        "pool burst delete
+         pool vps-fra delete
+         flavor vps-fra/g1.small delete
+         sandboxTemplate py-small delete",
+    );
+    assert_eq!(
+        methods(&p),
+        [
+            "sandboxTemplate.delete",
+            "flavor.delete",
+            "pool.archive",
+            "pool.archive"
+        ]
+    );
+}
+
+#[test]
+fn absent_keys_leave_kinds_alone_and_empty_lists_delete() {
+    let ex = export(FLEET, &[]);
+    let no_offers = r#"{"version": 1, "pools": [
+        { "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S", "policy": { "disruptionBudget": 0.1 } },
+        { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }]}"#;
+    check(no_offers, &ex, PRUNE, "");
+    let empty = no_offers.replacen(r#"0.1 }"#, r#"0.1 }, "offers": [], "ownerQuota": {}"#, 1);
+    let p = check(
+        &empty,
+        &ex,
+        PRUNE,
+        "ownerQuota vps-fra:gpu delete
+         offer vps-fra -> acme delete",
+    );
+    let Call::PoolSetOwnerQuota(q) = &p.calls[0] else {
+        panic!()
+    };
+    assert_eq!((q.max, q.if_revision), (None, Some(7)));
+    // Without prune, nothing is deleted.
+    check(&empty, &ex, KEEP, "");
+    check(r#"{"version": 1}"#, &ex, PRUNE, "");
+}
+
+#[test]
+fn missing_sections_block_their_items() {
+    let current = r#"{"version": 1,
+      "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+      "pools": [{ "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+        "policy": { "disruptionBudget": 0.1 }, "ownerQuota": { "gpu": 8 },
+        "offers": [{ "tenant": "acme", "quota": { "vcpu": 64 } }] }]}"#;
+    let ex = export(
+        current,
+        &[
+            Section::ProviderAccounts,
+            Section::Flavors,
+            Section::SandboxTemplates,
+        ],
+    );
+    check(
+        FLEET,
+        &ex,
+        PRUNE,
+        r#"providerAccount cloud create blocked: this deployment does not serve provider accounts (vps module)
+           pool burst create blocked: unknown provider account "cloud"
+           flavor vps-fra/g1.small create blocked: this deployment does not serve flavors (vps module)
+           sandboxTemplate py-small create blocked: this deployment does not run sandboxes (vps v0.5)"#,
+    );
+}
+
+#[test]
+fn set_owner_quota_and_offer_carry_revisions_of_existing_entries() {
+    let desired = edit(r#""gpu": 8"#, r#""gpu": 9, "vcpu": 1"#).replacen(
+        r#""quota": { "vcpu": 64 }"#,
+        r#""quota": { "vcpu": 65 }"#,
+        1,
+    );
+    let p = check(
+        &desired,
+        &export(FLEET, &[]),
+        KEEP,
+        "ownerQuota vps-fra:gpu update
+         ownerQuota vps-fra:vcpu create
+         offer vps-fra -> acme update",
+    );
+    let revisions: Vec<Option<u64>> = p
+        .calls
+        .iter()
+        .map(|c| match c {
+            Call::PoolSetOwnerQuota(q) => q.if_revision,
+            Call::PoolOffer(o) => o.if_revision,
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(revisions, [Some(7), None, Some(7)]);
+}
