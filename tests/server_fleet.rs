@@ -32,7 +32,7 @@ async fn seed_document_round_trip(db: Db) {
     let plan = fleet
         .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
         .await;
-    assert_eq!(plan["summary"]["create"], 9, "{}", plan["summary"]);
+    assert_eq!(plan["summary"]["create"], 8, "{}", plan["summary"]);
     assert!(plan["summary"].get("blocked").is_none());
     // The server's planHash is the planner's over the export, for the same caller.
     let offline = offline_plan(&doc, &export, false);
@@ -53,7 +53,7 @@ async fn seed_document_round_trip(db: Db) {
         .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
         .await;
     assert!(calls(&again).is_empty(), "{again}");
-    assert_eq!(again["summary"]["unchanged"], 9);
+    assert_eq!(again["summary"]["unchanged"], 8);
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
