@@ -1,0 +1,787 @@
+//! The `better-compute fleet` commands against the real server: `serve` on a loopback port
+//! with a fresh SQLite file, the CLI run as a user runs it, and hand edits made through the
+//! HTTP API as an operator would during an incident.
+
+mod common;
+
+use common::{Server, TempDir};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// What a run of the CLI did.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A server, its administrator's key, and a folder to run the CLI in.
+struct Deployment {
+    server: Server,
+    key: String,
+    dir: TempDir,
+    http: reqwest::blocking::Client,
+}
+
+impl Deployment {
+    /// Starts `serve` on a fresh SQLite file with `extra` flags and creates the tenants
+    /// `acme` and `globex`.
+    fn start(extra: &[&str]) -> Deployment {
+        let dir = TempDir::new("cli");
+        let key_file = dir.path().join("admin.key");
+        let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+        let mut args = vec![
+            "--database".to_owned(),
+            database,
+            "--admin-key-file".to_owned(),
+            key_file.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|arg| arg.to_string()));
+        let server = Server::start(&args);
+        let key = std::fs::read_to_string(&key_file)
+            .expect("the server writes the administrator's key before listening")
+            .trim()
+            .to_owned();
+        let deployment = Deployment {
+            server,
+            key,
+            dir,
+            http: reqwest::blocking::Client::new(),
+        };
+        for tenant in ["acme", "globex"] {
+            deployment
+                .api("tenant.create", json!({ "id": tenant }))
+                .unwrap_or_else(|e| panic!("tenant.create {tenant}: {e}"));
+        }
+        deployment
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, value: &Value) {
+        std::fs::write(
+            self.path(name),
+            serde_json::to_string_pretty(value).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// Runs the CLI as the seed's CI does: BETTER_COMPUTE_URL and BETTER_COMPUTE_TOKEN set.
+    fn cli(&self, args: &[&str]) -> Run {
+        let url = self.server.url("");
+        self.cli_with(
+            args,
+            &[
+                ("BETTER_COMPUTE_URL", &url),
+                ("BETTER_COMPUTE_TOKEN", &self.key),
+            ],
+        )
+    }
+
+    /// Runs the CLI with exactly `vars` as its `BETTER_COMPUTE_*` variables.
+    fn cli_with(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut command = Command::new(common::binary());
+        command.args(args).current_dir(self.dir.path());
+        for (name, _) in std::env::vars() {
+            if name.starts_with("BETTER_COMPUTE_") || name == "NO_COLOR" || name == "CLICOLOR_FORCE"
+            {
+                command.env_remove(name);
+            }
+        }
+        command
+            .env("HOME", self.dir.path())
+            .env_remove("XDG_CONFIG_HOME");
+        command.envs(vars.iter().copied());
+        let output = command.output().expect("running better-compute");
+        Run {
+            code: output.status.code().expect("exited, not killed"),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
+    /// `POST /api/<method>` as the administrator: the output, or `CODE: message`.
+    fn api(&self, method: &str, input: Value) -> Result<Value, String> {
+        let response = self
+            .http
+            .post(self.server.url(&format!("/api/{method}")))
+            .bearer_auth(&self.key)
+            .json(&input)
+            .send()
+            .unwrap();
+        let ok = response.status().is_success();
+        let body: Value = response.json().unwrap();
+        if ok {
+            Ok(body)
+        } else {
+            Err(format!(
+                "{}: {}",
+                body["error"]["code"], body["error"]["message"]
+            ))
+        }
+    }
+
+    /// Someone edits the pool `vps-fra` by hand during an incident.
+    fn hand_edit_policy(&self, budget: f64) {
+        let export = self
+            .api("fleet.export", json!({ "tenantId": "root" }))
+            .unwrap();
+        let pool = export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
+            .expect("vps-fra in the export")
+            .clone();
+        self.api(
+            "pool.update",
+            json!({
+                "tenantId": "root",
+                "id": pool["id"],
+                "ifRevision": pool["revision"],
+                "policy": { "disruptionBudget": budget }
+            }),
+        )
+        .expect("pool.update by hand");
+    }
+
+    /// The status once the drift check has run after `since` (ms): `fleet.check` when the
+    /// server has it, else the reconciler (the server runs with a short `--drift-every`).
+    fn checked_status(&self, since: u64) -> Value {
+        let _ = self.api("fleet.check", json!({ "tenantId": "root" }));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = self
+                .api("fleet.status", json!({ "tenantId": "root" }))
+                .unwrap();
+            if status["applied"]["checkedAt"]
+                .as_u64()
+                .is_some_and(|at| at >= since)
+            {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no drift check after {since}: {status}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// The fleet before the review (the seed's example, looser policy, smaller owner quota).
+fn current() -> Value {
+    json!({
+        "version": 1,
+        "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+        "providerAccounts": [{
+            "name": "cloud", "provider": "hetzner-cloud",
+            "config": { "token": "secret://hetzner", "location": "fsn1" }
+        }],
+        "pools": [
+            {
+                "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+                "policy": { "disruptionBudget": 0.2 },
+                "ownerQuota": { "gpu": 4 },
+                "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
+            },
+            { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
+        ],
+        "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }]
+    })
+}
+
+/// The reviewed document: the seed's plan example.
+fn reviewed() -> Value {
+    let mut doc = current();
+    let pool = &mut doc["pools"][0];
+    pool["policy"] = json!({ "disruptionBudget": 0.1 });
+    pool["ownerQuota"] = json!({ "gpu": 8 });
+    pool["offers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "tenant": "globex", "quota": { "vcpu": 16 } }));
+    doc["flavors"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "pool": "vps-fra", "name": "g1.large", "vcpu": 8, "memoryGiB": 32, "diskGiB": 200 }));
+    doc
+}
+
+const SEED_LINES: &str = "\
+~ pool vps-fra (policy)
+~ ownerQuota vps-fra:gpu (max)
++ offer vps-fra -> globex
++ flavor vps-fra/g1.large
+2 to create, 2 to update, 0 to delete, 5 unchanged.
+";
+
+fn plan_hash_of(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("planHash: "))
+        .unwrap_or_else(|| panic!("no planHash line in:\n{stdout}"))
+        .to_owned()
+}
+
+#[test]
+fn export_plan_apply_status_as_the_seed_documents_them() {
+    let d = Deployment::start(&[]);
+    d.write("base.json", &current());
+
+    // Review first: apply without --yes prints the plan and how to apply it, changes nothing.
+    let review = d.cli(&["fleet", "apply", "base.json", "--tenant", "root"]);
+    assert_eq!(review.code, 0, "{review:?}");
+    let base_hash = plan_hash_of(&review.stdout);
+    assert_eq!(
+        review.stdout,
+        format!(
+            "+ site fra\n\
+             + providerAccount cloud\n\
+             + pool burst\n\
+             + pool vps-fra\n\
+             + ownerQuota vps-fra:gpu\n\
+             + offer vps-fra -> acme\n\
+             + flavor vps-fra/g1.small\n\
+             7 to create, 0 to update, 0 to delete, 0 unchanged.\n\
+             planHash: {base_hash}\n\
+             Nothing was applied. To apply this exact plan: \
+             better-compute fleet apply base.json --tenant root --plan-hash {base_hash}\n"
+        )
+    );
+    let never = d.cli(&["fleet", "status", "--tenant", "root"]);
+    assert_eq!(
+        (never.code, never.stdout.as_str()),
+        (
+            0,
+            "Tenant root has never applied a document: there is nothing to check drift against.\n"
+        )
+    );
+
+    // Apply exactly the reviewed plan.
+    let applied = d.cli(&[
+        "fleet",
+        "apply",
+        "base.json",
+        "--tenant",
+        "root",
+        "--plan-hash",
+        &base_hash,
+    ]);
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert!(
+        applied
+            .stdout
+            .ends_with("7 to create, 0 to update, 0 to delete, 0 unchanged.\nApplied 7 calls.\n"),
+        "{}",
+        applied.stdout
+    );
+
+    // Export: pretty JSON to a file (and the whole answer for offline planning); never over
+    // an existing file; to stdout without --out.
+    let export = d.cli(&[
+        "fleet",
+        "export",
+        "--tenant",
+        "root",
+        "--out",
+        "fleet.json",
+        "--state",
+        "export.json",
+    ]);
+    assert_eq!(export.code, 0, "{export:?}");
+    assert_eq!(export.stdout, "");
+    assert_eq!(export.stderr, "Wrote tenant root's fleet to fleet.json.\n");
+    let written = std::fs::read_to_string(d.path("fleet.json")).unwrap();
+    let answer = d
+        .api("fleet.export", json!({ "tenantId": "root" }))
+        .unwrap();
+    assert_eq!(
+        written,
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&answer["config"]).unwrap()
+        )
+    );
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path("export.json")).unwrap()).unwrap();
+    assert_eq!(state, answer);
+    let stdout_export = d.cli(&["fleet", "export", "--tenant", "root"]);
+    assert_eq!(
+        (stdout_export.code, stdout_export.stdout.as_str()),
+        (0, written.as_str())
+    );
+    let again = d.cli(&["fleet", "export", "--tenant", "root", "--out", "fleet.json"]);
+    assert_eq!(again.code, 1);
+    assert_eq!(
+        again.stderr,
+        "error: fleet.json already exists; refusing to overwrite it (remove it or choose another file)\n"
+    );
+
+    // Export, then plan with prune: nothing to do, and apply does not call fleet.apply.
+    let same = d.cli(&[
+        "fleet",
+        "plan",
+        "fleet.json",
+        "--tenant",
+        "root",
+        "--prune",
+        "--fail-on-drift",
+    ]);
+    assert_eq!(same.code, 0, "{same:?}");
+    assert!(
+        same.stdout
+            .starts_with("0 to create, 0 to update, 0 to delete, 7 unchanged.\nplanHash: "),
+        "{}",
+        same.stdout
+    );
+    let noop = d.cli(&[
+        "fleet",
+        "apply",
+        "fleet.json",
+        "--tenant",
+        "root",
+        "--prune",
+        "--yes",
+    ]);
+    assert_eq!(noop.code, 0, "{noop:?}");
+    let noop_hash = noop
+        .stdout
+        .trim_end()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        noop.stdout,
+        format!(
+            "0 to create, 0 to update, 0 to delete, 7 unchanged.\n\
+             Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged.\n\
+             To record this document as the drift baseline anyway: \
+             better-compute fleet apply fleet.json --tenant root --prune --plan-hash {noop_hash}\n"
+        )
+    );
+    let status = d
+        .api("fleet.status", json!({ "tenantId": "root" }))
+        .unwrap();
+    assert_eq!(
+        status["applied"]["planHash"],
+        base_hash.as_str(),
+        "not re-recorded: {status}"
+    );
+    assert_eq!(status["applied"]["prune"], false);
+    // --plan-hash records an unchanged document as the new baseline.
+    let baseline = d.cli(&[
+        "fleet",
+        "apply",
+        "fleet.json",
+        "--tenant",
+        "root",
+        "--prune",
+        "--plan-hash",
+        &noop_hash,
+    ]);
+    assert_eq!(baseline.code, 0, "{baseline:?}");
+    assert!(
+        baseline
+            .stdout
+            .ends_with("Applied 0 calls: recorded the document as the drift baseline.\n"),
+        "{}",
+        baseline.stdout
+    );
+    let status = d
+        .api("fleet.status", json!({ "tenantId": "root" }))
+        .unwrap();
+    assert_eq!(status["applied"]["prune"], true, "{status}");
+
+    // The seed's plan, on the server and offline against the saved export: same lines, same
+    // planHash, same calls.
+    d.write("reviewed.json", &reviewed());
+    let online = d.cli(&["fleet", "plan", "reviewed.json", "--tenant", "root"]);
+    assert_eq!(online.code, 0, "{online:?}");
+    let hash = plan_hash_of(&online.stdout);
+    assert_eq!(online.stdout, format!("{SEED_LINES}planHash: {hash}\n"));
+    let offline = d.cli_with(
+        &["fleet", "plan", "reviewed.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(offline.code, 0, "{offline:?}");
+    assert_eq!(offline.stdout, online.stdout);
+    let calls_online = d.cli(&[
+        "fleet",
+        "plan",
+        "reviewed.json",
+        "--tenant",
+        "root",
+        "--calls",
+    ]);
+    let calls_offline = d.cli_with(
+        &[
+            "fleet",
+            "plan",
+            "reviewed.json",
+            "--state",
+            "export.json",
+            "--calls",
+        ],
+        &[],
+    );
+    assert_eq!(calls_online.stdout, calls_offline.stdout);
+    assert!(
+        calls_online.stdout.contains("Calls (4):\n  pool.update {"),
+        "{}",
+        calls_online.stdout
+    );
+    let as_json = d.cli(&[
+        "fleet",
+        "plan",
+        "reviewed.json",
+        "--tenant",
+        "root",
+        "--output",
+        "json",
+    ]);
+    let plan: Value = serde_json::from_str(&as_json.stdout).unwrap();
+    let server_plan = d
+        .api(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": reviewed(), "prune": false }),
+        )
+        .unwrap();
+    assert_eq!(plan, server_plan);
+    assert_eq!(plan["planHash"], hash.as_str());
+
+    let drifted = d.cli(&[
+        "fleet",
+        "plan",
+        "reviewed.json",
+        "--tenant",
+        "root",
+        "--fail-on-drift",
+    ]);
+    assert_eq!(drifted.code, 1);
+    assert_eq!(
+        drifted.stderr,
+        "error: FLEET_DRIFTED: 4 calls would run: the fleet does not match reviewed.json\n"
+    );
+
+    // A hand edit after the review: the reviewed plan is refused with CONFIG_DRIFT, and the
+    // CLI shows what the plan became.
+    d.hand_edit_policy(0.3);
+    let stale = d.cli(&[
+        "fleet",
+        "apply",
+        "reviewed.json",
+        "--tenant",
+        "root",
+        "--plan-hash",
+        &hash,
+    ]);
+    assert_eq!(stale.code, 1, "{stale:?}");
+    assert!(
+        stale.stderr.starts_with("error: CONFIG_DRIFT: "),
+        "{}",
+        stale.stderr
+    );
+    assert!(
+        stale
+            .stdout
+            .starts_with("The fleet moved since the plan was reviewed; the plan is now:\n"),
+        "{}",
+        stale.stdout
+    );
+    assert!(stale.stdout.contains(SEED_LINES), "{}", stale.stdout);
+    let moved_hash = plan_hash_of(&stale.stdout);
+    assert_ne!(moved_hash, hash);
+
+    // --yes applies what it just planned.
+    let yes = d.cli(&[
+        "fleet",
+        "apply",
+        "reviewed.json",
+        "--tenant",
+        "root",
+        "--yes",
+    ]);
+    assert_eq!(yes.code, 0, "{yes:?}");
+    assert_eq!(yes.stdout, format!("{SEED_LINES}Applied 4 calls.\n"));
+    let clean = d.cli(&[
+        "fleet",
+        "plan",
+        "reviewed.json",
+        "--tenant",
+        "root",
+        "--fail-on-drift",
+    ]);
+    assert_eq!(clean.code, 0, "{clean:?}");
+
+    // Status: who applied and when, in ISO-8601 UTC.
+    let status = d.cli(&["fleet", "status", "--tenant", "root"]);
+    assert_eq!(status.code, 0, "{status:?}");
+    let raw = d
+        .api("fleet.status", json!({ "tenantId": "root" }))
+        .unwrap();
+    let lines: Vec<&str> = status.stdout.lines().collect();
+    assert_eq!(lines[0], "Tenant: root");
+    let applied_line = lines[1];
+    assert!(
+        applied_line.starts_with(&format!(
+            "Applied: by {} at 20",
+            raw["applied"]["appliedBy"].as_str().unwrap()
+        )),
+        "{applied_line}"
+    );
+    assert!(applied_line.ends_with('Z'), "{applied_line}");
+    assert_eq!(
+        lines[2],
+        format!("planHash: {}", raw["applied"]["planHash"].as_str().unwrap())
+    );
+    let json_status = d.cli(&["fleet", "status", "--tenant", "root", "--output", "json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&json_status.stdout).unwrap(),
+        raw
+    );
+    let acme = d.cli(&["fleet", "status", "--tenant", "acme", "--fail-on-drift"]);
+    assert_eq!(
+        (acme.code, acme.stdout.as_str()),
+        (
+            0,
+            "Tenant acme has never applied a document: there is nothing to check drift against.\n"
+        )
+    );
+
+    // Blocked plans exit PLAN_BLOCKED from plan and apply; nothing is applied.
+    let mut blocked = reviewed();
+    blocked["pools"][0]["gpuModel"] = json!("H100");
+    d.write("blocked.json", &blocked);
+    for args in [
+        &["fleet", "plan", "blocked.json", "--tenant", "root"][..],
+        &[
+            "fleet",
+            "apply",
+            "blocked.json",
+            "--tenant",
+            "root",
+            "--yes",
+        ][..],
+    ] {
+        let run = d.cli(args);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(
+            run.stdout
+                .starts_with("! ~ pool vps-fra (gpuModel) (blocked: "),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stderr.starts_with("error: PLAN_BLOCKED: "),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(
+        d.cli(&[
+            "fleet",
+            "plan",
+            "reviewed.json",
+            "--tenant",
+            "root",
+            "--fail-on-drift"
+        ])
+        .code,
+        0
+    );
+}
+
+#[test]
+fn the_seeds_ci_workflow_replayed() {
+    let d = Deployment::start(&[]);
+    d.write("fleet.json", &reviewed());
+    let first = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(
+        first.stdout.ends_with("Applied 9 calls.\n"),
+        "{}",
+        first.stdout
+    );
+
+    // Pull request: production matches the reviewed document.
+    let step = [
+        "fleet",
+        "plan",
+        "fleet.json",
+        "--tenant",
+        "root",
+        "--fail-on-drift",
+    ];
+    let pr = d.cli(&step);
+    assert_eq!(pr.code, 0, "{pr:?}");
+
+    // Someone edits a pool by hand: the same step now fails with FLEET_DRIFTED.
+    d.hand_edit_policy(0.5);
+    let pr = d.cli(&step);
+    assert_eq!(pr.code, 1, "{pr:?}");
+    assert!(pr.stdout.starts_with("~ pool vps-fra (policy)\n0 to create, 1 to update, 0 to delete, 8 unchanged.\nplanHash: "), "{}", pr.stdout);
+    assert_eq!(
+        pr.stderr,
+        "error: FLEET_DRIFTED: 1 call would run: the fleet does not match fleet.json\n"
+    );
+
+    // Merge: apply --yes puts production back.
+    let merge = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
+    assert_eq!(merge.code, 0, "{merge:?}");
+    assert_eq!(
+        merge.stdout,
+        "~ pool vps-fra (policy)\n0 to create, 1 to update, 0 to delete, 8 unchanged.\nApplied 1 call.\n"
+    );
+    assert_eq!(d.cli(&step).code, 0);
+}
+
+/// The scheduled `fleet status --fail-on-drift` between CI runs: it fails while the last
+/// drift check found a hand edit, shows it by kind, and passes once an apply fixed it.
+#[test]
+fn status_reports_drift_until_an_apply_fixes_it() {
+    let d = Deployment::start(&["--drift-every", "1s"]);
+    d.write("fleet.json", &reviewed());
+    let first = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let raw = d.checked_status(now_ms());
+    let status = d.cli(&["fleet", "status", "--tenant", "root", "--fail-on-drift"]);
+    assert_eq!(status.code, 0, "{status:?} {raw}");
+    assert!(
+        status
+            .stdout
+            .contains("Drift: none, the fleet matches the applied document.\n"),
+        "{}",
+        status.stdout
+    );
+
+    let edited_at = now_ms();
+    d.hand_edit_policy(0.5);
+    // The scheduled status check sees it too, by kind.
+    let raw = d.checked_status(edited_at);
+    assert!(raw["drift"].is_object(), "{raw}");
+    let status = d.cli(&["fleet", "status", "--tenant", "root", "--fail-on-drift"]);
+    assert_eq!(status.code, 1, "{status:?}");
+    assert!(status.stdout.contains("Drift: the fleet has drifted from the applied document:\n  pool:\n    ~ pool vps-fra (policy)\n"), "{}", status.stdout);
+    assert!(status.stderr.starts_with("error: FLEET_DRIFTED: tenant root's fleet has drifted from the applied document (1 change as of 20"), "{}", status.stderr);
+
+    let merge = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
+    assert_eq!(merge.code, 0, "{merge:?}");
+    let raw = d.checked_status(now_ms());
+    let status = d.cli(&["fleet", "status", "--tenant", "root", "--fail-on-drift"]);
+    assert_eq!(status.code, 0, "{status:?} {raw}");
+    assert!(
+        status
+            .stdout
+            .contains("Drift: none, the fleet matches the applied document.\n"),
+        "{}",
+        status.stdout
+    );
+}
+
+#[test]
+fn connection_errors_and_precedence() {
+    let d = Deployment::start(&[]);
+    let url = d.server.url("");
+
+    // A wrong key is the server's UNAUTHENTICATED, exit 1.
+    let run = d.cli_with(
+        &["fleet", "status", "--tenant", "root"],
+        &[
+            ("BETTER_COMPUTE_URL", &url),
+            ("BETTER_COMPUTE_TOKEN", "not-a-key"),
+        ],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: UNAUTHENTICATED: "),
+        "{}",
+        run.stderr
+    );
+
+    // --url beats BETTER_COMPUTE_URL.
+    let run = d.cli_with(
+        &["fleet", "status", "--tenant", "root", "--url", &url],
+        &[
+            ("BETTER_COMPUTE_URL", "http://127.0.0.1:9"),
+            ("BETTER_COMPUTE_TOKEN", &d.key),
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+
+    // The configuration file, default location and --config.
+    let config = format!("url = \"{url}\"\ntoken = \"{}\"\n", d.key);
+    std::fs::create_dir_all(d.path(".config/better-compute")).unwrap();
+    std::fs::write(d.path(".config/better-compute/config.toml"), &config).unwrap();
+    let run = d.cli_with(&["fleet", "status", "--tenant", "root"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    std::fs::remove_file(d.path(".config/better-compute/config.toml")).unwrap();
+    std::fs::write(d.path("ci.toml"), &config).unwrap();
+    let run = d.cli_with(
+        &["fleet", "status", "--tenant", "root", "--config", "ci.toml"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    // Variables beat the file.
+    let run = d.cli_with(
+        &["fleet", "status", "--tenant", "root", "--config", "ci.toml"],
+        &[("BETTER_COMPUTE_TOKEN", "not-a-key")],
+    );
+    assert_eq!(run.code, 1);
+
+    // A document the server refuses never gets that far: local validation lists it all.
+    d.write("bad.json", &json!({ "version": 1, "pools": [{ "name": "p", "site": "fra", "class": "vps-host", "ownerQuota": { "gpu": -1 } }] }));
+    let run = d.cli(&["fleet", "apply", "bad.json", "--tenant", "root", "--yes"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .starts_with("bad.json: pools[0].ownerQuota.gpu: "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn missing_kinds_are_reported_on_stderr() {
+    let d = Deployment::start(&["--vps", "false"]);
+    let run = d.cli(&["fleet", "export", "--tenant", "root"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stderr,
+        "warning: this deployment does not serve providerAccounts, flavors, sandboxTemplates; \
+         the export leaves them out (missing)\n"
+    );
+    let config: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(config.get("flavors").is_none(), "{config}");
+
+    // A document with flavors plans as blocked there.
+    let mut doc = reviewed();
+    doc.as_object_mut().unwrap().remove("providerAccounts");
+    doc["pools"].as_array_mut().unwrap().pop();
+    d.write("fleet.json", &doc);
+    let run = d.cli(&["fleet", "plan", "fleet.json", "--tenant", "root"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout.contains("! + flavor vps-fra/g1.large (blocked: this deployment does not serve flavors (vps module))\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.starts_with("error: PLAN_BLOCKED: "),
+        "{}",
+        run.stderr
+    );
+}
