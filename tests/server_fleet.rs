@@ -563,3 +563,69 @@ async fn demo_can_be_planned_and_shows_hand_edits(db: Db) {
     );
 }
 both!(demo, demo_can_be_planned_and_shows_hand_edits);
+
+async fn database_error_mid_apply_is_internal_and_rolls_back(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    let database = match db {
+        Db::Sqlite => format!(
+            "sqlite://{}",
+            fleet.server.workdir().join("data/fleet.db").display()
+        ),
+        Db::Postgres => fleet.database.clone(),
+    };
+    let faulty = Fleet::start_on(
+        &database,
+        &[],
+        &[("BETTER_COMPUTE_FAULT", "apply-dberror:1")],
+    );
+    let before = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let response = faulty
+        .client()
+        .post(faulty.server.url("/api/fleet.apply"))
+        .bearer_auth(&fleet.key)
+        .json(&json!({ "tenantId": "root", "config": second_document() }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 500);
+    let body = response.text().await.unwrap();
+    assert!(body.contains("\"INTERNAL\""), "{body}");
+    assert!(
+        !body.contains("no_such_table") && !body.contains("injected"),
+        "nothing leaked: {body}"
+    );
+    assert_eq!(
+        fleet
+            .ok("fleet.export", json!({ "tenantId": "root" }))
+            .await,
+        before
+    );
+    let applied = faulty
+        .call_as(
+            &fleet.key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": second_document() }),
+        )
+        .await
+        .unwrap();
+    assert!(applied["applied"].as_u64().unwrap() > 0);
+    let again = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": second_document() }),
+        )
+        .await;
+    assert!(calls(&again).is_empty());
+}
+both!(
+    database_error,
+    database_error_mid_apply_is_internal_and_rolls_back
+);

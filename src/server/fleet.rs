@@ -4,7 +4,6 @@
 //! the database in one read; the plan is the planner's, against exactly that export, so the
 //! browser and the CLI reproduce it offline.
 
-use super::AppState;
 use super::db::{Tx, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope};
@@ -12,6 +11,7 @@ use super::objects::{
     self, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
     load_templates,
 };
+use super::{AppState, FaultAction};
 use planner::document::{self as doc, Document};
 use planner::export::{Export, Kind, ObjectRef, OfferedFlavor, OfferedPool, Section};
 use planner::{Call, Plan, PlanOptions};
@@ -266,7 +266,16 @@ pub async fn apply(
     }
     for (index, call) in plan.calls.iter().enumerate() {
         let outcome = match state.fault.before_call(index, call) {
-            Some(call) => objects::execute(&mut tx, caller, state.modules, &call).await,
+            Some(FaultAction::Replace(call)) => {
+                objects::execute(&mut tx, caller, state.modules, &call).await
+            }
+            Some(FaultAction::DbError) => {
+                let failed = sqlx::query("SELECT injected_fault FROM no_such_table")
+                    .execute(&mut *tx)
+                    .await
+                    .err();
+                Err(failed.map_or_else(|| ApiError::internal(&"injected fault"), ApiError::from))
+            }
             None => objects::execute(&mut tx, caller, state.modules, call).await,
         };
         let outcome = outcome.map_err(|mut err| {

@@ -162,30 +162,52 @@ impl Config {
     }
 }
 
-/// A fault injected for tests of atomicity: `BETTER_COMPUTE_FAULT=apply-stale:N` makes the
-/// N-th call (from 0) of the next apply carry a stale `ifRevision`, once per process.
+/// A fault injected for tests of atomicity, once per process, at the N-th call (from 0) of
+/// the next apply: `BETTER_COMPUTE_FAULT=apply-stale:N` runs that call with a stale
+/// `ifRevision` (CONFLICT); `apply-dberror:N` makes the database fail there (INTERNAL).
 #[derive(Debug, Default)]
 pub struct Fault {
-    stale_at: Option<usize>,
+    kind: Option<(FaultKind, usize)>,
     fired: AtomicBool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FaultKind {
+    Stale,
+    DbError,
+}
+
+/// What the fault does to a call.
+#[derive(Debug)]
+pub enum FaultAction {
+    /// Run this call instead (its `ifRevision` is stale).
+    Replace(planner::Call),
+    /// Fail in the database before the call.
+    DbError,
 }
 
 impl Fault {
     fn from_env() -> Fault {
-        let stale_at = std::env::var("BETTER_COMPUTE_FAULT")
-            .ok()
-            .and_then(|v| v.strip_prefix("apply-stale:").and_then(|n| n.parse().ok()));
+        let spec = std::env::var("BETTER_COMPUTE_FAULT").unwrap_or_default();
+        let parse = |prefix: &str| spec.strip_prefix(prefix).and_then(|n| n.parse().ok());
+        let kind = parse("apply-stale:")
+            .map(|n| (FaultKind::Stale, n))
+            .or_else(|| parse("apply-dberror:").map(|n| (FaultKind::DbError, n)));
         Fault {
-            stale_at,
+            kind,
             fired: AtomicBool::new(false),
         }
     }
 
-    /// The call to run instead of `call`, when the fault fires here.
-    pub fn before_call(&self, index: usize, call: &planner::Call) -> Option<planner::Call> {
+    /// What happens at call `index` of an apply, when the fault fires there.
+    pub fn before_call(&self, index: usize, call: &planner::Call) -> Option<FaultAction> {
         use planner::Call::*;
-        if self.stale_at != Some(index) || self.fired.swap(true, Ordering::SeqCst) {
+        let (kind, at) = self.kind?;
+        if at != index || self.fired.swap(true, Ordering::SeqCst) {
             return None;
+        }
+        if kind == FaultKind::DbError {
+            return Some(FaultAction::DbError);
         }
         let mut call = call.clone();
         match &mut call {
@@ -202,7 +224,7 @@ impl Fault {
             PoolOffer(i) => i.if_revision = Some(i.if_revision.unwrap_or(0) + 1),
             _ => return None,
         }
-        Some(call)
+        Some(FaultAction::Replace(call))
     }
 }
 
@@ -277,11 +299,31 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // Scripts and tests read this line to learn the port.
     println!("listening on http://{addr}");
     axum::serve(listener, router(state))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(shutdown())
         .await
         .context("serving HTTP")
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
 }
 
 fn write_key_file(path: &std::path::Path, key: &str) -> anyhow::Result<()> {
