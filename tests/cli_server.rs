@@ -576,6 +576,15 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
             "root",
             "--yes",
         ][..],
+        &[
+            "fleet",
+            "apply",
+            "blocked.json",
+            "--tenant",
+            "root",
+            "--plan-hash",
+            "00",
+        ][..],
     ] {
         let run = d.cli(args);
         assert_eq!(run.code, 1, "{run:?}");

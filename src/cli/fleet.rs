@@ -10,6 +10,23 @@ use serde_json::{Value, json};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+/// `print!` that ignores a closed pipe (`| head`): the exit code still tells how the command
+/// ended, instead of a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `println!` that ignores a closed pipe, like `say!`.
+macro_rules! sayln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 /// What `fleet export` needs.
 #[derive(Debug)]
 pub struct ExportRequest {
@@ -52,7 +69,7 @@ pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> 
     }
     match &request.out {
         Some(path) => write_new(path, &pretty(config))?,
-        None => print!("{}", pretty(config)),
+        None => say!("{}", pretty(config)),
     }
     if let Some(path) = &request.state {
         write_new(path, &pretty(&answer))?;
@@ -127,9 +144,9 @@ pub fn plan(
         }
     };
     if request.json {
-        print!("{}", pretty(&plan));
+        say!("{}", pretty(&plan));
     } else {
-        print!("{}", render::plan(&plan, request.show_calls, style));
+        say!("{}", render::plan(&plan, request.show_calls, style));
     }
     check_blocked(&plan)?;
     if request.fail_on_drift && !plan.calls.is_empty() {
@@ -195,7 +212,7 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
             plan_on_server(client, &request.file, &request.tenant, &raw, request.prune)?
         }
     };
-    print!(
+    say!(
         "{}",
         render::changes(&planned.changes, &planned.summary, style)
     );
@@ -208,17 +225,15 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         planned.plan_hash
     );
     if planned.calls.is_empty() {
-        println!(
-            "Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged."
-        );
-        println!("To record this document as the drift baseline anyway: {later}");
+        sayln!("Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged.");
+        sayln!("To record this document as the drift baseline anyway: {later}");
         return Ok(());
     }
     match request.mode {
         ApplyMode::Yes => apply_call(client, &input(&planned.plan_hash.0), false, style),
         _ => {
-            println!("planHash: {}", planned.plan_hash);
-            println!("Nothing was applied. To apply this exact plan: {later}");
+            sayln!("planHash: {}", planned.plan_hash);
+            sayln!("Nothing was applied. To apply this exact plan: {later}");
             Ok(())
         }
     }
@@ -235,28 +250,36 @@ fn apply_call(
     match client.call::<_, Applied>("fleet.apply", input) {
         Ok(done) => {
             if print_plan {
-                print!(
+                say!(
                     "{}",
                     render::changes(&done.plan.changes, &done.plan.summary, style)
                 );
             }
             if done.plan.calls.is_empty() {
-                println!("Applied 0 calls: recorded the document as the drift baseline.");
+                sayln!("Applied 0 calls: recorded the document as the drift baseline.");
             } else {
-                println!("Applied {}.", count(done.applied as usize, "call"));
+                sayln!("Applied {}.", count(done.applied as usize, "call"));
             }
             Ok(())
         }
         Err(CallError::Api(err)) if err.code == code::CONFIG_DRIFT => {
-            print_drift(&err, style);
+            print_plan_in(
+                &err,
+                Some("The fleet moved since the plan was reviewed; the plan is now:"),
+                style,
+            );
+            Err(err.into())
+        }
+        Err(CallError::Api(err)) if err.code == code::PLAN_BLOCKED => {
+            print_plan_in(&err, None, style);
             Err(err.into())
         }
         Err(err) => Err(err.into()),
     }
 }
 
-/// A `CONFIG_DRIFT` answer's details: what the plan became.
-fn print_drift(err: &ApiError, style: Style) {
+/// The plan in a `CONFIG_DRIFT` or `PLAN_BLOCKED` answer's details, after `heading`.
+fn print_plan_in(err: &ApiError, heading: Option<&str>, style: Style) {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Moved {
@@ -266,9 +289,11 @@ fn print_drift(err: &ApiError, style: Style) {
         summary: Summary,
     }
     if let Ok(moved) = serde_json::from_value::<Moved>(err.details.clone()) {
-        println!("The fleet moved since the plan was reviewed; the plan is now:");
-        print!("{}", render::changes(&moved.changes, &moved.summary, style));
-        println!("planHash: {}", moved.plan_hash);
+        if let Some(heading) = heading {
+            sayln!("{heading}");
+        }
+        say!("{}", render::changes(&moved.changes, &moved.summary, style));
+        sayln!("planHash: {}", moved.plan_hash);
     }
 }
 
@@ -292,9 +317,9 @@ pub fn status(client: &Client, request: &StatusRequest, style: Style) -> Result<
         ))
     })?;
     if request.json {
-        print!("{}", pretty(&answer));
+        say!("{}", pretty(&answer));
     } else {
-        print!("{}", render::status(&status, style));
+        say!("{}", render::status(&status, style));
     }
     if request.fail_on_drift
         && let Some(drift) = status.drift_set()
@@ -323,7 +348,7 @@ pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
     let mut invalid = 0;
     for file in files {
         match read_document(file) {
-            Ok(_) => println!("{}: valid", file.display()),
+            Ok(_) => sayln!("{}: valid", file.display()),
             Err(err) if err.code() == Some(code::INVALID_INPUT) && files.len() > 1 => invalid += 1,
             Err(err) => return Err(err),
         }
