@@ -1,10 +1,186 @@
 //! The JavaScript API (wasm-bindgen), for the console and JS tooling.
+//!
+//! Documents and exports are accepted as JSON text, as UTF-8 bytes (`Uint8Array`, the
+//! cheapest to pass in: no string re-encoding) or as plain objects (an export is read field
+//! by field with serde-wasm-bindgen; a document goes through `JSON.stringify`, since the
+//! validator reads text). Results are plain objects
+//! built by `JSON.parse` of the planner's own serialization, so they have exactly the shape
+//! the server answers (one object, not a chain of getters).
 
+use crate::{Export, PlanOptions};
+use js_sys::{JSON, Reflect, Uint8Array};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &'static str = r#"
+/** A JSON document given as text, as UTF-8 bytes, or as a plain object. */
+export type JsonInput<T> = string | Uint8Array | T;
+
+export type Name = string;
+export interface Site { name: Name; kind: "shared" | "dedicated"; region: string }
+export interface ProviderAccount { name: Name; provider: string; config?: Record<string, string> }
+export interface Policy { disruptionBudget: number }
+export interface Offer { tenant: Name; quota: Record<string, number>; priority?: number }
+export interface Pool {
+  name: Name; site: Name; class: "vps-host" | "sandbox-host" | "provider";
+  gpuModel?: string; providerAccount?: Name; policy?: Policy;
+  ownerQuota?: Record<string, number>; offers?: Offer[];
+}
+export interface Flavor { pool: Name; name: Name; vcpu: number; memoryGiB: number; diskGiB: number; gpu?: number }
+export interface Warm { min: number; max: number }
+export interface SandboxTemplate {
+  name: Name; pool: Name; flavor: Name; imageId: string; env?: Record<string, string>;
+  network: "private" | "public" | "none"; warm?: Warm;
+}
+/** A FleetConfig document, version 1. */
+export interface Document {
+  version: 1; sites?: Site[]; providerAccounts?: ProviderAccount[]; pools?: Pool[];
+  flavors?: Flavor[]; sandboxTemplates?: SandboxTemplate[];
+}
+export type Kind = "site" | "providerAccount" | "pool" | "ownerQuota" | "offer" | "flavor" | "sandboxTemplate";
+export type Section = "sites" | "providerAccounts" | "pools" | "flavors" | "sandboxTemplates";
+export interface ObjectRef { kind: Kind; name: string; id?: string; revision: number }
+export interface OfferedPool { id: string; flavors?: { name: string; id: string }[] }
+/** What `fleet.export` answers: the state a plan diffs against. */
+export interface Export {
+  tenantId: string; caller: string; config: Document; missing?: Section[];
+  objects?: ObjectRef[]; tenants?: string[]; offeredPools?: OfferedPool[];
+}
+export interface PlanOptions { prune?: boolean }
+/** One problem of a document: where, and what in a sentence. */
+export interface Problem { path: string; message: string }
+export type ValidateResult = { ok: true; document: Document } | { ok: false; problems: Problem[] };
+export type Action = "create" | "update" | "delete" | "unchanged";
+export interface Change {
+  kind: Kind; name: string; action: Action; fields?: string[];
+  before?: Record<string, unknown>; after?: Record<string, unknown>;
+  blocked?: true; note?: string; reason?: string;
+}
+/** One API call: `POST /api/<method>` with `input` as the body. */
+export interface Call { method: string; input: { tenantId: string } & Record<string, unknown> }
+export interface Summary { create: number; update: number; delete: number; unchanged: number; blocked?: true }
+export interface Plan { changes: Change[]; calls: Call[]; summary: Summary; planHash: string }
+/** Thrown by `plan` for a document that does not validate. */
+export interface InvalidInputError extends Error { code: "INVALID_INPUT"; problems: Problem[] }
+"#;
+
+/// Validates a document. Answers `{ok: true, document}` with the document as the planner
+/// reads it, or `{ok: false, problems}` with every problem and its path.
+#[wasm_bindgen(unchecked_return_type = "ValidateResult")]
+pub fn validate(
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
+) -> Result<JsValue, JsError> {
+    let bytes = json_bytes(doc, "the document")?;
+    match crate::validate(&bytes) {
+        Ok(document) => to_js(&Validated {
+            ok: true,
+            document: Some(&document),
+            problems: None,
+        }),
+        Err(invalid) => to_js(&Validated {
+            ok: false,
+            document: None,
+            problems: Some(&invalid.problems),
+        }),
+    }
+}
+
+/// Plans `doc` against `exported` (what `fleet.export` answered) with `options`
+/// (`{prune}`). Throws an `InvalidInputError` (`code`, `problems`) when the document does
+/// not validate.
+#[wasm_bindgen(unchecked_return_type = "Plan")]
+pub fn plan(
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "PlanOptions | undefined")] options: JsValue,
+) -> Result<JsValue, JsValue> {
+    let bytes = json_bytes(doc, "the document")?;
+    let document = crate::validate(&bytes).map_err(invalid_input)?;
+    let export = read_export(exported)?;
+    let options: PlanOptions = if options.is_undefined() || options.is_null() {
+        PlanOptions::default()
+    } else {
+        serde_wasm_bindgen::from_value(options)
+            .map_err(|e| JsError::new(&format!("options: {e}")))?
+    };
+    Ok(to_js(&crate::plan(&document, &export, options))?)
+}
 
 /// The planHash of a JSON value given as text: lowercase hex SHA-256 of its RFC 8785 form.
 #[wasm_bindgen(js_name = canonicalHash)]
 pub fn canonical_hash(json: &str) -> Result<String, JsError> {
     let value: serde_json::Value = serde_json::from_str(json)?;
     Ok(crate::PlanHash::of(&value).0)
+}
+
+/// The RFC 8785 (JCS) canonical form of a JSON value given as text.
+#[wasm_bindgen(js_name = canonicalJson)]
+pub fn canonical_json(json: &str) -> Result<String, JsError> {
+    let value: serde_json::Value = serde_json::from_str(json)?;
+    Ok(crate::canonicalize(&value))
+}
+
+/// The JSON Schema (draft 7) of a document, for editors and JS validators.
+#[wasm_bindgen(js_name = documentSchema, unchecked_return_type = "Record<string, unknown>")]
+pub fn document_schema() -> Result<JsValue, JsError> {
+    to_js(&crate::schema::document_schema())
+}
+
+#[derive(Serialize)]
+struct Validated<'a> {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    document: Option<&'a crate::Document>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problems: Option<&'a [crate::Problem]>,
+}
+
+/// The JSON bytes of a string, a `Uint8Array` or a plain object.
+fn json_bytes(value: JsValue, what: &str) -> Result<Vec<u8>, JsError> {
+    if let Some(text) = value.as_string() {
+        return Ok(text.into_bytes());
+    }
+    if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
+        return Ok(bytes.to_vec());
+    }
+    if value.is_object() {
+        // The validator reads bytes (it must see duplicate keys in text); an object has none,
+        // and `JSON.stringify` keeps its key order, so problems come in document order.
+        let text = JSON::stringify(&value)
+            .map_err(|_| JsError::new(&format!("{what} cannot be written as JSON")))?;
+        return Ok(String::from(text).into_bytes());
+    }
+    Err(JsError::new(&format!(
+        "{what} must be JSON text, a Uint8Array of JSON or an object"
+    )))
+}
+
+fn read_export(value: JsValue) -> Result<Export, JsError> {
+    let parsed = if let Some(text) = value.as_string() {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    } else if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
+        serde_json::from_slice(&bytes.to_vec()).map_err(|e| e.to_string())
+    } else if value.is_object() {
+        serde_wasm_bindgen::from_value(value).map_err(|e| e.to_string())
+    } else {
+        Err("must be JSON text, a Uint8Array of JSON or an object".to_owned())
+    };
+    parsed.map_err(|e| JsError::new(&format!("the export: {e}")))
+}
+
+/// `JSON.parse` of the serialization: one native call instead of one per field.
+fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
+    let text = serde_json::to_string(value)?;
+    JSON::parse(&text).map_err(|_| JsError::new("the planner produced JSON that JS cannot parse"))
+}
+
+/// An `Error` with `code: "INVALID_INPUT"` and `problems`, as the server's error details.
+fn invalid_input(invalid: crate::Invalid) -> JsValue {
+    let error = js_sys::Error::new(&invalid.to_string());
+    let problems = to_js(&invalid.problems).unwrap_or(JsValue::NULL);
+    // Setting properties on a fresh Error object cannot fail.
+    let _ = Reflect::set(&error, &"code".into(), &"INVALID_INPUT".into());
+    let _ = Reflect::set(&error, &"problems".into(), &problems);
+    error.into()
 }

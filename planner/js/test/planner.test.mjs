@@ -1,0 +1,139 @@
+// The planner as WebAssembly in Node (pkg-node, made by ../build.sh): the golden cases of
+// ../tests/golden give the very plans and planHashes the native planner gives, whatever the
+// input form; the canonical JSON agrees with an independent RFC 8785 implementation; the
+// generated JSON Schema accepts the documents the validator accepts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import canonicalize from 'canonicalize';
+import Ajv from 'ajv';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const planner = require(join(here, '..', 'pkg-node', 'planner.js'));
+const goldenDir = join(here, '..', '..', 'tests', 'golden');
+
+const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+const read = (dir, file) => readFileSync(join(dir, file));
+const cases = readdirSync(goldenDir)
+  .filter((name) => existsSync(join(goldenDir, name, 'document.json')))
+  .sort();
+const planCases = cases.filter((name) => existsSync(join(goldenDir, name, 'export.json')));
+const validationCases = cases.filter((name) => !planCases.includes(name));
+
+test('there are golden cases of both sorts', () => {
+  assert.ok(planCases.length >= 5, `plan cases: ${planCases}`);
+  assert.ok(validationCases.length >= 1, `validation cases: ${validationCases}`);
+});
+
+for (const name of planCases) {
+  test(`golden plan ${name}: wasm plans exactly what the native planner planned`, () => {
+    const dir = join(goldenDir, name);
+    const documentBytes = read(dir, 'document.json');
+    const exportBytes = read(dir, 'export.json');
+    const options = existsSync(join(dir, 'options.json'))
+      ? JSON.parse(read(dir, 'options.json'))
+      : undefined;
+    const expected = JSON.parse(read(dir, 'plan.json'));
+
+    const fromText = planner.plan(documentBytes.toString('utf8'), exportBytes.toString('utf8'), options);
+    assert.deepStrictEqual(fromText, expected);
+
+    // The same plan from bytes and from plain objects.
+    const fromBytes = planner.plan(new Uint8Array(documentBytes), new Uint8Array(exportBytes), options);
+    assert.deepStrictEqual(fromBytes, expected);
+    const fromObjects = planner.plan(JSON.parse(documentBytes), JSON.parse(exportBytes), options);
+    assert.equal(fromObjects.planHash, expected.planHash);
+    assert.deepStrictEqual(fromObjects.calls, expected.calls);
+
+    // planHash is the SHA-256 of the calls as an independent JCS implementation writes them.
+    assert.equal(sha256(canonicalize(fromText.calls)), expected.planHash);
+    assert.equal(planner.canonicalJson(JSON.stringify(fromText.calls)), canonicalize(fromText.calls));
+    assert.equal(planner.canonicalHash(JSON.stringify(fromText.calls)), expected.planHash);
+  });
+}
+
+for (const name of validationCases) {
+  test(`golden validation ${name}: wasm finds the same problems`, () => {
+    const dir = join(goldenDir, name);
+    const expected = JSON.parse(read(dir, 'problems.json'));
+    const result = planner.validate(new Uint8Array(read(dir, 'document.json')));
+    if (expected.length === 0) {
+      assert.equal(result.ok, true);
+    } else {
+      assert.deepStrictEqual(result, { ok: false, problems: expected });
+    }
+    assert.deepStrictEqual(planner.validate(read(dir, 'document.json').toString('utf8')), result);
+  });
+}
+
+test('plan throws INVALID_INPUT with every problem for a document that does not validate', () => {
+  const exported = { tenantId: 'root', caller: 'usr_ops', config: { version: 1 } };
+  assert.throws(
+    () => planner.plan({ version: 2, sites: [{ name: 'Fra' }] }, exported, { prune: true }),
+    (error) => {
+      assert.equal(error.code, 'INVALID_INPUT');
+      assert.deepStrictEqual(
+        error.problems.map((p) => p.path),
+        ['version', 'sites[0].name', 'sites[0]', 'sites[0]'],
+      );
+      return true;
+    },
+  );
+  assert.throws(() => planner.validate(42), /must be JSON text, a Uint8Array of JSON or an object/);
+});
+
+test('canonical JSON agrees with the canonicalize package on hard values', () => {
+  const values = [
+    [1e21, 1e-7, 0.000001, -0, 333333333.33333329, 1e30, 4.5, 0.002, 100, -1.5, 2 ** 53, 5e-324],
+    { '\u20ac': 1, '\r': 2, '\ufb33': 3, 1: 4, '\ud83d\ude00': 5, '\u0080': 6, '\u00f6': 7 },
+    { b: [true, false, null], a: { z: '', y: '\u000f\n"\\/' }, 'é': 'snow\u2603man' },
+    { numbers: [0.1, 0.2, 0.30000000000000004, 123456789012345680000, 1.7976931348623157e308] },
+    [],
+    {},
+  ];
+  for (const value of values) {
+    const text = JSON.stringify(value);
+    assert.equal(planner.canonicalJson(text), canonicalize(value), text);
+    assert.equal(planner.canonicalHash(text), sha256(canonicalize(value)), text);
+  }
+});
+
+test('the generated JSON Schema is the committed one, and agrees with the validator', () => {
+  const schema = planner.documentSchema();
+  const committed = JSON.parse(readFileSync(join(here, '..', '..', 'fleet.schema.json'), 'utf8'));
+  assert.deepStrictEqual(schema, committed);
+
+  const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false });
+  const check = ajv.compile(schema);
+  for (const name of cases) {
+    const bytes = read(join(goldenDir, name), 'document.json');
+    let parsed;
+    try {
+      parsed = JSON.parse(bytes);
+    } catch {
+      continue; // not JSON at all: nothing for a schema to say
+    }
+    if (planner.validate(new Uint8Array(bytes)).ok) {
+      assert.ok(check(parsed), `${name}: ${JSON.stringify(check.errors)}`);
+    }
+  }
+  const rejected = [
+    { version: 2 },
+    { version: 1, extra: true },
+    { version: 1, sites: [{ name: 'Fra', kind: 'shared', region: 'x' }] },
+    { version: 1, pools: [{ name: 'p', site: 'fra', class: 'provider' }] },
+    { version: 1, pools: [{ name: 'p', site: 'fra', class: 'vps-host', ownerQuota: { '9gpu': 1 } }] },
+    { version: 1, flavors: [{ pool: 'p', name: 'f', vcpu: 0, memoryGiB: 1, diskGiB: 0 }] },
+    { version: 1, providerAccounts: [{ name: 'c', provider: 'x', config: { apiToken: 'plain' } }] },
+    { version: 1, sites: Array.from({ length: 1001 }, (_, i) => ({ name: `s${i}`, kind: 'shared', region: 'r' })) },
+  ];
+  for (const document of rejected) {
+    assert.equal(planner.validate(document).ok, false, JSON.stringify(document).slice(0, 80));
+    assert.equal(check(document), false, JSON.stringify(document).slice(0, 80));
+  }
+});
