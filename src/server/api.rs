@@ -4,7 +4,7 @@
 use super::AppState;
 use super::error::{ApiError, Code};
 use super::iam::{self, Caller};
-use super::{fleet, objects};
+use super::{drift, events, fleet, objects, webhooks};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -141,6 +141,78 @@ pub fn methods() -> Vec<Method> {
             summary: "The applied document and the drift as of the last check.",
             input: schema::<fleet::TenantInput>,
             run: handler!(fleet::status),
+        },
+        Method {
+            name: "fleet.check",
+            permission: iam::FLEET_ADMIN,
+            scope: iam::FLEET_SCOPE,
+            read: false,
+            summary: "Runs the tenant's drift check now and answers the new status.",
+            input: schema::<fleet::TenantInput>,
+            run: handler!(drift::check_http),
+        },
+        Method {
+            name: "event.list",
+            permission: events::READ,
+            scope: "tenant",
+            read: true,
+            summary: "The tenant's events (fleet.drifted, fleet.converged), newest first.",
+            input: schema::<events::EventList>,
+            run: handler!(events::list),
+        },
+        Method {
+            name: "webhook.create",
+            permission: webhooks::CREATE,
+            scope: "tenant",
+            read: false,
+            summary: "Registers a webhook endpoint; answers its signing secret once.",
+            input: schema::<webhooks::WebhookCreate>,
+            run: handler!(webhooks::create),
+        },
+        Method {
+            name: "webhook.list",
+            permission: webhooks::READ,
+            scope: "tenant",
+            read: true,
+            summary: "Lists the tenant's webhook endpoints (without secrets).",
+            input: schema::<webhooks::WebhookList>,
+            run: handler!(webhooks::list),
+        },
+        Method {
+            name: "webhook.delete",
+            permission: webhooks::DELETE,
+            scope: "tenant",
+            read: false,
+            summary: "Deletes a webhook endpoint and its delivery log.",
+            input: schema::<webhooks::WebhookRef>,
+            run: handler!(webhooks::delete),
+        },
+        Method {
+            name: "webhook.deliveries",
+            permission: webhooks::READ,
+            scope: "tenant",
+            read: true,
+            summary: "An endpoint's deliveries, newest first, each with every attempt.",
+            input: schema::<webhooks::DeliveryList>,
+            run: handler!(webhooks::deliveries),
+        },
+        Method {
+            name: "webhook.redeliver",
+            permission: webhooks::REDELIVER,
+            scope: "tenant",
+            read: false,
+            summary: "Delivers one event to an endpoint again (same webhook-id).",
+            input: schema::<webhooks::Redeliver>,
+            run: handler!(webhooks::redeliver),
+        },
+        Method {
+            name: "webhook.rotateSecret",
+            permission: webhooks::UPDATE,
+            scope: "tenant",
+            read: false,
+            summary: "Replaces an endpoint's secret; the old one also signs for 24 hours.",
+            input: schema::<webhooks::WebhookRef>,
+            run: handler!(webhooks::rotate_secret),
         },
         Method {
             name: "tenant.create",

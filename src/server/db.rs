@@ -99,6 +99,26 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/fleet/0002_applied.sql"),
         wanted: |_| true,
     },
+    Migration {
+        name: "fleet/0003_check_error",
+        sql: include_str!("../../migrations/fleet/0003_check_error.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "reconciler/0001_queue",
+        sql: include_str!("../../migrations/reconciler/0001_queue.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "events/0001_events",
+        sql: include_str!("../../migrations/events/0001_events.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "webhooks/0001_webhooks",
+        sql: include_str!("../../migrations/webhooks/0001_webhooks.sql"),
+        wanted: |_| true,
+    },
 ];
 
 /// The database: a pool and what it is.

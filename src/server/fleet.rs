@@ -329,7 +329,7 @@ pub async fn apply(
          VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL) \
          ON CONFLICT (tenant_id) DO UPDATE SET document = excluded.document, prune = excluded.prune, \
          plan_hash = excluded.plan_hash, applied_by = excluded.applied_by, applied_at = excluded.applied_at, \
-         checked_at = NULL, drift = NULL",
+         checked_at = NULL, drift = NULL, check_error = NULL",
     )
     .bind(tenant)
     .bind(document_json)
@@ -381,7 +381,7 @@ pub async fn status(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
 
 /// The status shape of the seed for one tenant: just `{tenantId}` when it never applied.
 pub async fn status_of(conn: &mut AnyConnection, tenant: &str) -> Result<Value, ApiError> {
-    let row = sqlx::query("SELECT plan_hash, applied_by, applied_at, prune, checked_at, drift FROM fleet_applied WHERE tenant_id = $1")
+    let row = sqlx::query("SELECT plan_hash, applied_by, applied_at, prune, checked_at, drift, check_error FROM fleet_applied WHERE tenant_id = $1")
         .bind(tenant)
         .fetch_optional(conn)
         .await?;
@@ -400,6 +400,10 @@ pub async fn status_of(conn: &mut AnyConnection, tenant: &str) -> Result<Value, 
     let mut out = json!({ "tenantId": tenant, "applied": applied });
     if let Some(drift) = row.try_get::<Option<String>, _>(5)? {
         out["drift"] = serde_json::from_str(&drift)?;
+    }
+    // Why the last drift check failed (`{message, at}`), until a check succeeds.
+    if let Some(error) = row.try_get::<Option<String>, _>(6)? {
+        out["error"] = serde_json::from_str(&error)?;
     }
     Ok(out)
 }

@@ -13,10 +13,14 @@
 pub mod api;
 pub mod db;
 pub mod demo;
+pub mod drift;
 pub mod error;
+pub mod events;
 pub mod fleet;
 pub mod iam;
 pub mod objects;
+pub mod reconciler;
+pub mod webhooks;
 
 use anyhow::Context as _;
 use axum::extract::DefaultBodyLimit;
@@ -241,6 +245,8 @@ pub struct AppState {
     pub methods: Arc<Vec<api::Method>>,
     /// Test fault injection.
     pub fault: Arc<Fault>,
+    /// The reconcilers (drift checks, webhook deliveries) and their queue's workers.
+    pub reconcilers: Arc<reconciler::Runtime>,
 }
 
 /// Runs the server until interrupted.
@@ -269,6 +275,10 @@ pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> 
         config: Arc::new(config),
         methods: Arc::new(api::methods()),
         fault: Arc::new(Fault::from_env()),
+        reconcilers: Arc::new(reconciler::Runtime::new(vec![
+            Arc::new(drift::FleetDrift),
+            Arc::new(webhooks::Deliver),
+        ])),
     };
     Ok((state, admin_key))
 }
@@ -298,10 +308,19 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     // Scripts and tests read this line to learn the port.
     println!("listening on http://{addr}");
-    axum::serve(listener, router(state))
+    // The reconcilers' workers run beside the HTTP server and stop with it.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    drift::start(&state)
+        .await
+        .context("queuing the drift check")?;
+    let workers = tokio::spawn(state.reconcilers.clone().run(state.clone(), stopped));
+    let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown())
         .await
-        .context("serving HTTP")
+        .context("serving HTTP");
+    let _ = stop.send(true);
+    let _ = workers.await;
+    served
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

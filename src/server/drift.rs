@@ -1,0 +1,321 @@
+//! The `fleet.drift` reconciler and `fleet.check`.
+//!
+//! Key `all` runs every `driftEvery`: it queues one `tenant:<id>` key per tenant with an
+//! applied document, and requeues itself. A tenant key re-plans that tenant's applied document
+//! (with its recorded prune, as the principal who applied it, through the server's own export
+//! and `planner::plan`) in its own transaction holding the tenant's fleet lock. A non-empty call
+//! list or a blocked plan is drift: the drift is recorded on `fleet_applied` and, in the same
+//! transaction, `fleet.drifted` is published when this drift differs from the one recorded
+//! (keyed by its planHash), `fleet.converged` when a recorded drift cleared on its own. A
+//! failing tenant (a stored document that no longer validates, ...) records its error on its
+//! key and in `fleet_applied.check_error` (shown by `fleet.status`), and blocks no other.
+//! `fleet.check` runs one tenant key now through the same reconciler path.
+
+use super::AppState;
+use super::db::now_ms;
+use super::error::ApiError;
+use super::events::{self, FLEET_CONVERGED, FLEET_DRIFTED};
+use super::fleet::{self, TenantInput};
+use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, check_name, parse};
+use super::reconciler::{self, Backoff, BoxFut, Outcome, Reconciler};
+use planner::{Action, Plan, PlanOptions, Summary};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::Row as _;
+use std::time::Duration;
+
+/// The reconciler's name.
+pub const NAME: &str = "fleet.drift";
+/// The periodic key that queues every tenant.
+pub const ALL: &str = "all";
+/// At most this many changes are recorded and published per drift.
+pub const MAX_CHANGES: usize = 50;
+
+/// The key of one tenant's check.
+pub fn tenant_key(tenant: &str) -> String {
+    format!("tenant:{tenant}")
+}
+
+/// The drift as recorded in `fleet_applied.drift` and shown by `fleet.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    /// The changes that do something (up to [`MAX_CHANGES`]): kind, name, action, fields,
+    /// and blocked and note when blocked.
+    pub changes: Vec<Value>,
+    /// The plan's counts.
+    pub summary: Summary,
+    /// Whether some change is blocked.
+    pub blocked: bool,
+    /// The drift's plan hash: what applying the document now would run.
+    pub plan_hash: String,
+}
+
+impl Drift {
+    /// The drift of a plan, `None` when the fleet matches the document.
+    pub fn of(plan: &Plan) -> Option<Drift> {
+        if plan.calls.is_empty() && !plan.is_blocked() {
+            return None;
+        }
+        let changes = plan
+            .changes
+            .iter()
+            .filter(|c| c.action != Action::Unchanged)
+            .take(MAX_CHANGES)
+            .map(|c| {
+                let mut v = json!({ "kind": c.kind, "name": c.name, "action": c.action });
+                if !c.fields.is_empty() {
+                    v["fields"] = json!(c.fields);
+                }
+                if c.blocked {
+                    v["blocked"] = json!(true);
+                    v["note"] = json!(c.note);
+                }
+                v
+            })
+            .collect();
+        Some(Drift {
+            changes,
+            summary: plan.summary,
+            blocked: plan.is_blocked(),
+            plan_hash: plan.plan_hash.0.clone(),
+        })
+    }
+
+    /// Whether two drifts are the same one: the same calls (planHash) and, since blocked
+    /// changes make no calls, the same blocked changes.
+    pub fn same(&self, other: &Drift) -> bool {
+        self.plan_hash == other.plan_hash
+            && self.blocked == other.blocked
+            && (!self.blocked || self.changes == other.changes)
+    }
+}
+
+/// Why one tenant's check failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The stored document is no longer valid.
+    #[error("the applied document no longer validates: {0}")]
+    Invalid(String),
+    /// The database failed.
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    /// Building the fleet's export failed.
+    #[error("reading the fleet: {0}")]
+    Export(ApiError),
+}
+
+/// What a check found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    /// The tenant has no applied document.
+    NotApplied,
+    /// The drift now (`None`: in line), and the event it published, if any.
+    Checked {
+        /// The drift.
+        drift: Option<Drift>,
+        /// `fleet.drifted`, `fleet.converged` or nothing.
+        published: Option<&'static str>,
+    },
+}
+
+/// The `fleet.drift` reconciler.
+#[derive(Debug, Default)]
+pub struct FleetDrift;
+
+impl Reconciler for FleetDrift {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        state: &'a AppState,
+        key: &'a str,
+        _attempt: u32,
+    ) -> BoxFut<'a, Outcome> {
+        Box::pin(async move {
+            if key == ALL {
+                return match queue_tenants(state).await {
+                    Ok(n) => {
+                        tracing::debug!(tenants = n, "drift pass queued");
+                        Outcome::RequeueAfter(state.config.drift_every)
+                    }
+                    Err(err) => Outcome::Retry(err.to_string()),
+                };
+            }
+            let Some(tenant) = key.strip_prefix("tenant:") else {
+                return Outcome::Terminal(format!("unknown key {key:?}"));
+            };
+            match check(state, tenant).await {
+                Ok(_) => Outcome::Done,
+                Err(err) => {
+                    tracing::warn!(tenant, error = %err, "drift check failed");
+                    if let Err(e) = record_failure(state, tenant, &err).await {
+                        tracing::error!(tenant, error = %e, "recording a failed drift check");
+                    }
+                    Outcome::Retry(err.to_string())
+                }
+            }
+        })
+    }
+
+    fn backoff(&self, state: &AppState) -> Backoff {
+        // Every pass queues every tenant again anyway; never give up on one.
+        Backoff {
+            base: Duration::from_secs(1),
+            max: state.config.drift_every.max(Duration::from_secs(1)),
+            max_attempts: None,
+        }
+    }
+}
+
+/// Queues the periodic key (at start; merging with a key already queued).
+pub async fn start(state: &AppState) -> Result<(), sqlx::Error> {
+    let mut conn = state.db.pool.acquire().await?;
+    reconciler::enqueue(&mut conn, NAME, ALL, now_ms()).await?;
+    state.reconcilers.notify();
+    Ok(())
+}
+
+/// Queues one key per tenant with an applied document; returns how many.
+async fn queue_tenants(state: &AppState) -> Result<usize, sqlx::Error> {
+    let mut tx = state.db.write_tx().await?;
+    let tenants = sqlx::query("SELECT tenant_id FROM fleet_applied ORDER BY tenant_id")
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.try_get::<String, _>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    let now = now_ms();
+    for tenant in &tenants {
+        reconciler::enqueue(&mut tx, NAME, &tenant_key(tenant), now).await?;
+    }
+    tx.commit().await?;
+    state.reconcilers.notify();
+    Ok(tenants.len())
+}
+
+/// Checks one tenant: re-plans its applied document, records the drift and publishes what
+/// changed, all in one transaction.
+pub async fn check(state: &AppState, tenant: &str) -> Result<Checked, CheckError> {
+    let mut tx = state.db.write_tx().await?;
+    state.db.lock_tenant(&mut tx, tenant).await?;
+    let Some(row) = sqlx::query(
+        "SELECT document, prune, plan_hash, applied_by, drift FROM fleet_applied WHERE tenant_id = $1",
+    )
+    .bind(tenant)
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(Checked::NotApplied);
+    };
+    let document: String = row.try_get(0)?;
+    let prune = row.try_get::<i64, _>(1)? != 0;
+    let applied_hash: String = row.try_get(2)?;
+    let applied_by: String = row.try_get(3)?;
+    let previous: Option<Drift> = row
+        .try_get::<Option<String>, _>(4)?
+        .and_then(|d| serde_json::from_str(&d).ok());
+
+    let document = planner::validate(document.as_bytes()).map_err(|invalid| {
+        CheckError::Invalid(
+            invalid
+                .problems
+                .iter()
+                .map(|p| format!("{}: {}", p.path, p.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    let export = fleet::build_export(&mut tx, state.modules, tenant, &applied_by)
+        .await
+        .map_err(CheckError::Export)?;
+    let plan = planner::plan(&document, &export, PlanOptions { prune });
+    let drift = Drift::of(&plan);
+
+    let subject = format!("fleet/{tenant}");
+    let published = match (&previous, &drift) {
+        (previous, Some(now)) if previous.as_ref().is_none_or(|p| !p.same(now)) => {
+            let data = json!({
+                "tenantId": tenant,
+                "appliedPlanHash": applied_hash,
+                "planHash": now.plan_hash,
+                "summary": now.summary,
+                "blocked": now.blocked,
+                "changes": now.changes,
+            });
+            events::publish(&mut tx, tenant, FLEET_DRIFTED, &subject, &data).await?;
+            Some(FLEET_DRIFTED)
+        }
+        (Some(before), None) => {
+            let data = json!({
+                "tenantId": tenant,
+                "appliedPlanHash": applied_hash,
+                "previousPlanHash": before.plan_hash,
+            });
+            events::publish(&mut tx, tenant, FLEET_CONVERGED, &subject, &data).await?;
+            Some(FLEET_CONVERGED)
+        }
+        _ => None,
+    };
+    let drift_json = drift
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| CheckError::Export(ApiError::internal(&e)))?;
+    sqlx::query(
+        "UPDATE fleet_applied SET checked_at = $1, drift = $2, check_error = NULL WHERE tenant_id = $3",
+    )
+    .bind(now_ms())
+    .bind(drift_json)
+    .bind(tenant)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    if published.is_some() {
+        state.reconcilers.notify();
+    }
+    Ok(Checked::Checked { drift, published })
+}
+
+/// Records why a tenant's check failed, for `fleet.status`.
+async fn record_failure(
+    state: &AppState,
+    tenant: &str,
+    err: &CheckError,
+) -> Result<(), sqlx::Error> {
+    let error = json!({ "message": err.to_string(), "at": now_ms() });
+    sqlx::query("UPDATE fleet_applied SET check_error = $1 WHERE tenant_id = $2")
+        .bind(error.to_string())
+        .bind(tenant)
+        .execute(&state.db.pool)
+        .await?;
+    Ok(())
+}
+
+/// `fleet.check {tenantId}`: runs the tenant's drift check now (through the reconciler, as
+/// its key) and answers the new `fleet.status`.
+pub async fn check_http(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: TenantInput = parse(input)?;
+    let tenant = &input.tenant_id;
+    caller
+        .check(state, "fleet.check", tenant, FLEET_ADMIN, FLEET_SCOPE)
+        .await?;
+    check_name("tenantId", tenant)?;
+    let mut conn = state.db.pool.acquire().await?;
+    if !super::db::exists(&mut conn, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
+        return Err(ApiError::not_found("tenant", tenant));
+    }
+    drop(conn);
+    state
+        .reconcilers
+        .run_now(state, NAME, &tenant_key(tenant))
+        .await?;
+    let mut conn = state.db.pool.acquire().await?;
+    fleet::status_of(&mut conn, tenant).await
+}

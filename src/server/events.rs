@@ -1,0 +1,143 @@
+//! Events: the outbox. An event is written in the transaction that makes the change it
+//! describes, together with one pending delivery per subscribed webhook (and that delivery's
+//! reconciler key), so an event is never lost nor published for a change that rolled back.
+//! `event.list` reads them back, newest first.
+
+use super::AppState;
+use super::db::{new_id, now_ms};
+use super::error::ApiError;
+use super::iam::{Caller, check_name, parse};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{AnyConnection, Row as _};
+
+/// Published when a tenant's fleet no longer matches its applied document.
+pub const FLEET_DRIFTED: &str = "fleet.drifted";
+/// Published when a drift clears on its own.
+pub const FLEET_CONVERGED: &str = "fleet.converged";
+/// Every event type, which webhooks may subscribe to.
+pub const TYPES: &[&str] = &[FLEET_DRIFTED, FLEET_CONVERGED];
+/// The permission `event.list` decides on the tenant's scope.
+pub const READ: &str = "events:event:read";
+
+/// One stored event.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// `evt_...`; also the `webhook-id` of its deliveries.
+    pub id: String,
+    /// The tenant it belongs to.
+    pub tenant_id: String,
+    /// `fleet.drifted`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `fleet/<tenant>`.
+    pub subject: String,
+    /// The event's data.
+    pub data: Value,
+    /// Unix ms.
+    pub created_at: i64,
+}
+
+impl Event {
+    /// The webhook body: `{id, type, subject, timestamp, data}` (the Standard Webhooks
+    /// payload shape, with `timestamp` in RFC 3339). The same bytes on every attempt.
+    pub fn body(&self) -> String {
+        let at = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis(u64::try_from(self.created_at).unwrap_or(0));
+        json!({
+            "id": self.id,
+            "type": self.kind,
+            "subject": self.subject,
+            "timestamp": humantime::format_rfc3339_millis(at).to_string(),
+            "data": self.data,
+        })
+        .to_string()
+    }
+}
+
+/// Writes an event and its deliveries on `conn` (inside the caller's transaction); returns
+/// its id. After the commit, call `state.reconcilers.notify()` to deliver it at once.
+pub async fn publish(
+    conn: &mut AnyConnection,
+    tenant: &str,
+    kind: &str,
+    subject: &str,
+    data: &Value,
+) -> Result<String, sqlx::Error> {
+    let id = new_id("evt");
+    sqlx::query(
+        "INSERT INTO events (id, tenant_id, type, subject, payload, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&id)
+    .bind(tenant)
+    .bind(kind)
+    .bind(subject)
+    .bind(data.to_string())
+    .bind(now_ms())
+    .execute(&mut *conn)
+    .await?;
+    tracing::info!(event = %id, tenant, r#type = kind, subject, "event published");
+    super::webhooks::fan_out(conn, tenant, &id, kind).await?;
+    Ok(id)
+}
+
+/// Reads one event.
+pub async fn load(conn: &mut AnyConnection, id: &str) -> Result<Option<Event>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT id, tenant_id, type, subject, payload, created_at FROM events WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|r| from_row(&r)).transpose()
+}
+
+fn from_row(r: &sqlx::any::AnyRow) -> Result<Event, sqlx::Error> {
+    let payload: String = r.try_get(4)?;
+    Ok(Event {
+        id: r.try_get(0)?,
+        tenant_id: r.try_get(1)?,
+        kind: r.try_get(2)?,
+        subject: r.try_get(3)?,
+        data: serde_json::from_str(&payload).unwrap_or(Value::Null),
+        created_at: r.try_get(5)?,
+    })
+}
+
+/// Input of `event.list`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventList {
+    /// The tenant.
+    pub tenant_id: String,
+    /// Only events of this type.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// At most this many, newest first (default 100, at most 1000).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// `event.list`: decides `events:event:read` on the tenant's scope; newest first.
+pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: EventList = parse(input)?;
+    caller
+        .check_tenant(state, "event.list", &input.tenant_id, READ)
+        .await?;
+    check_name("tenantId", &input.tenant_id)?;
+    let limit = i64::from(input.limit.unwrap_or(100).clamp(1, 1000));
+    let kind = input.kind.unwrap_or_default();
+    let rows = sqlx::query(
+        "SELECT id, tenant_id, type, subject, payload, created_at FROM events \
+         WHERE tenant_id = $1 AND ($2 = '' OR type = $2) ORDER BY id DESC LIMIT $3",
+    )
+    .bind(&input.tenant_id)
+    .bind(&kind)
+    .bind(limit)
+    .fetch_all(&state.db.pool)
+    .await?;
+    let items = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({ "items": items }))
+}

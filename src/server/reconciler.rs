@@ -1,0 +1,610 @@
+//! The reconciler framework: named reconcilers, string keys, one durable queue.
+//!
+//! Work is a row of `reconciler_queue (reconciler, key)`: queuing a key that is already queued
+//! merges into that row (the earlier due time wins), so a key is never queued twice. Workers
+//! claim due keys by writing a lease (`claimed_by`, `claimed_until`) and extend it while they
+//! work; on PostgreSQL the claim takes its rows with `FOR UPDATE SKIP LOCKED`, so several
+//! server processes share the keys without ever taking the same one; on SQLite the one process
+//! claims in one write transaction. A key whose lease runs out (its process died mid-key) is
+//! claimable again. A key is never worked twice at once: a claim needs no live lease.
+//!
+//! A run ends in an [`Outcome`]: done (the row goes), requeue after a delay, retry after an
+//! error (exponential backoff with a jitter derived from the key and attempt, so it spreads
+//! keys yet is reproducible), or terminal (kept with its error, never claimed until queued
+//! again). A panic is caught (each run is its own task), counted, and retried like an error.
+//! Queuing takes any connection, so a key can be queued in the transaction that makes the work
+//! (an outbox); [`Runtime::notify`] wakes this process's dispatcher after such a commit.
+
+use super::AppState;
+use super::db::{Backend, now_ms};
+use sha2::{Digest as _, Sha256};
+use sqlx::{AnyConnection, Row as _};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+use tracing::Instrument as _;
+
+/// The future a reconciler returns.
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The due time of a claimed key: far in the future, so that queuing the key while it is being
+/// worked (which keeps the earlier due time) records the new request's due time instead.
+const CLAIMED_DUE: i64 = 9_000_000_000_000_000;
+
+/// How one run of a key ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing left to do: the key leaves the queue (unless it was queued again meanwhile).
+    Done,
+    /// Run the key again after this long (a periodic key).
+    RequeueAfter(Duration),
+    /// It failed; retry after the reconciler's backoff. The error stays on the key.
+    Retry(String),
+    /// It failed for good: kept with its error, not claimed again until queued again.
+    Terminal(String),
+}
+
+/// Retry timing of a reconciler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The delay after the first failure.
+    pub base: Duration,
+    /// The longest delay.
+    pub max: Duration,
+    /// After this many failed attempts in a row the key becomes terminal (`None`: never).
+    pub max_attempts: Option<u32>,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(300),
+            max_attempts: Some(25),
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before attempt `attempts + 1` of `key`: `base * 2^(attempts-1)` capped at
+    /// `max`, times a factor in [0.5, 1) taken from a hash of the reconciler, key and attempt
+    /// (keys failing together spread out, and the same failure waits the same).
+    pub fn delay(&self, reconciler: &str, key: &str, attempts: u32) -> Duration {
+        let exp = attempts.saturating_sub(1).min(30);
+        let raw = self.base.saturating_mul(1u32 << exp.min(31)).min(self.max);
+        let digest = Sha256::digest(format!("{reconciler}\n{key}\n{attempts}").as_bytes());
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(&digest[..8]);
+        let unit = (u64::from_be_bytes(eight) >> 11) as f64 / (1u64 << 53) as f64;
+        raw.mul_f64(0.5 + unit / 2.0)
+    }
+}
+
+/// A named reconciler: it brings the world in line for one key at a time.
+pub trait Reconciler: Send + Sync + 'static {
+    /// Its name, the queue's `reconciler` column (`fleet.drift`).
+    fn name(&self) -> &'static str;
+    /// Works one key. `attempt` counts from 1 and grows while runs fail.
+    fn reconcile<'a>(
+        &'a self,
+        state: &'a AppState,
+        key: &'a str,
+        attempt: u32,
+    ) -> BoxFut<'a, Outcome>;
+    /// Its retry timing.
+    fn backoff(&self, _state: &AppState) -> Backoff {
+        Backoff::default()
+    }
+}
+
+/// Counters of this process's runs (for logs and tests).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Runs that ended done.
+    pub done: AtomicU64,
+    /// Runs that requeued themselves.
+    pub requeued: AtomicU64,
+    /// Runs that failed and will be retried.
+    pub retried: AtomicU64,
+    /// Runs that failed for good.
+    pub terminal: AtomicU64,
+    /// Runs that panicked (also counted as retried or terminal).
+    pub panics: AtomicU64,
+}
+
+/// Failure of [`Runtime::run_now`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No reconciler of that name.
+    #[error("no reconciler named {0:?}")]
+    Unknown(String),
+    /// Another worker kept the key past the deadline.
+    #[error("the key {key:?} of {reconciler} is being worked elsewhere; try again")]
+    Busy {
+        /// The reconciler.
+        reconciler: String,
+        /// The key.
+        key: String,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+impl From<RunError> for super::error::ApiError {
+    fn from(err: RunError) -> Self {
+        match err {
+            RunError::Busy { .. } => {
+                super::error::ApiError::new(super::error::Code::Conflict, err.to_string())
+            }
+            other => super::error::ApiError::internal(&other),
+        }
+    }
+}
+
+/// A key this process holds.
+#[derive(Debug, Clone)]
+struct Claim {
+    reconciler: String,
+    key: String,
+    attempts: u32,
+    generation: i64,
+}
+
+/// The reconcilers of a process and what their workers share.
+pub struct Runtime {
+    worker_id: String,
+    reconcilers: Vec<Arc<dyn Reconciler>>,
+    notify: Notify,
+    /// This process's counters.
+    pub stats: Stats,
+    lease: Duration,
+    concurrency: usize,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("worker_id", &self.worker_id)
+            .field(
+                "reconcilers",
+                &self
+                    .reconcilers
+                    .iter()
+                    .map(|r| r.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// Queues `key` of `reconciler`, due at `due_at` (Unix ms), on `conn` (which may be inside a
+/// transaction). An existing row keeps the earlier due time; a terminal one starts over.
+pub async fn enqueue(
+    conn: &mut AnyConnection,
+    reconciler: &str,
+    key: &str,
+    due_at: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO reconciler_queue (reconciler, key, due_at, attempts, generation, terminal, updated_at) \
+         VALUES ($1, $2, $3, 0, 0, 0, $4) \
+         ON CONFLICT (reconciler, key) DO UPDATE SET \
+         due_at = CASE WHEN reconciler_queue.terminal = 1 OR excluded.due_at < reconciler_queue.due_at \
+                  THEN excluded.due_at ELSE reconciler_queue.due_at END, \
+         attempts = CASE WHEN reconciler_queue.terminal = 1 THEN 0 ELSE reconciler_queue.attempts END, \
+         terminal = 0, generation = reconciler_queue.generation + 1, updated_at = excluded.updated_at",
+    )
+    .bind(reconciler)
+    .bind(key)
+    .bind(due_at)
+    .bind(now_ms())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+impl Runtime {
+    /// A runtime for `reconcilers`, with a fresh worker id.
+    pub fn new(reconcilers: Vec<Arc<dyn Reconciler>>) -> Runtime {
+        Runtime {
+            worker_id: super::db::new_id("wrk"),
+            reconcilers,
+            notify: Notify::new(),
+            stats: Stats::default(),
+            lease: Duration::from_secs(30),
+            concurrency: 8,
+        }
+    }
+
+    /// This process's worker id (written in `claimed_by`).
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// Wakes this process's dispatcher: call after committing a transaction that queued keys.
+    pub fn notify(&self) {
+        self.notify.notify_one();
+    }
+
+    fn find(&self, name: &str) -> Option<Arc<dyn Reconciler>> {
+        self.reconcilers.iter().find(|r| r.name() == name).cloned()
+    }
+
+    /// Claims up to `limit` due keys (and keys whose lease ran out).
+    async fn claim(&self, state: &AppState, limit: usize) -> Result<Vec<Claim>, sqlx::Error> {
+        let now = now_ms();
+        let lock = match state.db.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let due =
+            "terminal = 0 AND ((claimed_until IS NULL AND due_at <= $3) OR claimed_until < $3)";
+        let sql = format!(
+            "UPDATE reconciler_queue SET claimed_by = $1, claimed_until = $2, due_at = {CLAIMED_DUE}, \
+             attempts = attempts + 1, updated_at = $3 \
+             WHERE {due} AND (reconciler, key) IN \
+             (SELECT reconciler, key FROM reconciler_queue WHERE {due} ORDER BY due_at LIMIT $4{lock}) \
+             RETURNING reconciler, key, attempts, generation"
+        );
+        let mut tx = state.db.write_tx().await?;
+        let rows = sqlx::query(&sql)
+            .bind(&self.worker_id)
+            .bind(now + millis(self.lease))
+            .bind(now)
+            .bind(i64::try_from(limit).unwrap_or(1))
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Claim {
+                    reconciler: r.try_get(0)?,
+                    key: r.try_get(1)?,
+                    attempts: u32::try_from(r.try_get::<i64, _>(2)?).unwrap_or(u32::MAX),
+                    generation: r.try_get(3)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Claims one key now, queuing it if needed; `None` while another worker holds it.
+    async fn claim_key(
+        &self,
+        state: &AppState,
+        reconciler: &str,
+        key: &str,
+    ) -> Result<Option<Claim>, sqlx::Error> {
+        let now = now_ms();
+        let mut tx = state.db.write_tx().await?;
+        let row = sqlx::query(&format!(
+            "INSERT INTO reconciler_queue (reconciler, key, due_at, attempts, claimed_by, claimed_until, generation, terminal, updated_at) \
+             VALUES ($1, $2, {CLAIMED_DUE}, 1, $3, $4, 0, 0, $5) \
+             ON CONFLICT (reconciler, key) DO UPDATE SET claimed_by = excluded.claimed_by, \
+             claimed_until = excluded.claimed_until, due_at = {CLAIMED_DUE}, \
+             attempts = CASE WHEN reconciler_queue.terminal = 1 THEN 1 ELSE reconciler_queue.attempts + 1 END, \
+             terminal = 0, updated_at = excluded.updated_at \
+             WHERE reconciler_queue.claimed_until IS NULL OR reconciler_queue.claimed_until < $5 \
+             RETURNING attempts, generation"
+        ))
+        .bind(reconciler)
+        .bind(key)
+        .bind(&self.worker_id)
+        .bind(now + millis(self.lease))
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        row.map(|r| {
+            Ok(Claim {
+                reconciler: reconciler.to_string(),
+                key: key.to_string(),
+                attempts: u32::try_from(r.try_get::<i64, _>(0)?).unwrap_or(u32::MAX),
+                generation: r.try_get(1)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Extends the lease of a key this worker holds.
+    async fn heartbeat(&self, state: &AppState, claim: &Claim) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE reconciler_queue SET claimed_until = $1 \
+             WHERE reconciler = $2 AND key = $3 AND claimed_by = $4",
+        )
+        .bind(now_ms() + millis(self.lease))
+        .bind(&claim.reconciler)
+        .bind(&claim.key)
+        .bind(&self.worker_id)
+        .execute(&state.db.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records a run's outcome on its key, if this worker still holds it.
+    async fn finish(
+        &self,
+        state: &AppState,
+        claim: &Claim,
+        backoff: Backoff,
+        outcome: &Outcome,
+    ) -> Result<(), sqlx::Error> {
+        let now = now_ms();
+        let mut tx = state.db.write_tx().await?;
+        let (reconciler, key, me) = (&claim.reconciler, &claim.key, &self.worker_id);
+        let release = "claimed_by = NULL, claimed_until = NULL";
+        let terminal = match outcome {
+            Outcome::Retry(_) => backoff.max_attempts.is_some_and(|m| claim.attempts >= m),
+            Outcome::Terminal(_) => true,
+            _ => false,
+        };
+        match outcome {
+            Outcome::Done => {
+                let gone = sqlx::query(
+                    "DELETE FROM reconciler_queue WHERE reconciler = $1 AND key = $2 \
+                     AND claimed_by = $3 AND generation = $4",
+                )
+                .bind(reconciler)
+                .bind(key)
+                .bind(me)
+                .bind(claim.generation)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if gone == 0 {
+                    // Queued again while it ran: it stays, due when that request said.
+                    sqlx::query(&format!(
+                        "UPDATE reconciler_queue SET {release}, attempts = 0, last_error = NULL, updated_at = $4 \
+                         WHERE reconciler = $1 AND key = $2 AND claimed_by = $3"
+                    ))
+                    .bind(reconciler)
+                    .bind(key)
+                    .bind(me)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+            Outcome::RequeueAfter(_) | Outcome::Retry(_) if !terminal => {
+                let (due, attempts, error) = match outcome {
+                    Outcome::RequeueAfter(d) => (now + millis(*d), Some(0), None),
+                    Outcome::Retry(e) => (
+                        now + millis(backoff.delay(reconciler, key, claim.attempts)),
+                        None,
+                        Some(e.as_str()),
+                    ),
+                    _ => unreachable!("matched above"),
+                };
+                sqlx::query(&format!(
+                    "UPDATE reconciler_queue SET {release}, \
+                     due_at = CASE WHEN due_at < $1 THEN due_at ELSE $1 END, \
+                     attempts = COALESCE($2, attempts), last_error = $3, updated_at = $4 \
+                     WHERE reconciler = $5 AND key = $6 AND claimed_by = $7"
+                ))
+                .bind(due)
+                .bind(attempts)
+                .bind(error)
+                .bind(now)
+                .bind(reconciler)
+                .bind(key)
+                .bind(me)
+                .execute(&mut *tx)
+                .await?;
+            }
+            Outcome::RequeueAfter(_) | Outcome::Retry(_) | Outcome::Terminal(_) => {
+                let error = match outcome {
+                    Outcome::Retry(e) | Outcome::Terminal(e) => e.clone(),
+                    _ => String::new(),
+                };
+                // Terminal, unless it was queued again while it ran: then it starts over.
+                sqlx::query(&format!(
+                    "UPDATE reconciler_queue SET {release}, last_error = $1, updated_at = $2, \
+                     terminal = CASE WHEN generation = $3 THEN 1 ELSE 0 END, \
+                     attempts = CASE WHEN generation = $3 THEN attempts ELSE 0 END, \
+                     due_at = CASE WHEN generation = $3 THEN $2 ELSE due_at END \
+                     WHERE reconciler = $4 AND key = $5 AND claimed_by = $6"
+                ))
+                .bind(error)
+                .bind(now)
+                .bind(claim.generation)
+                .bind(reconciler)
+                .bind(key)
+                .bind(me)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        let counter = match outcome {
+            Outcome::Done => &self.stats.done,
+            Outcome::RequeueAfter(_) => &self.stats.requeued,
+            _ if terminal => &self.stats.terminal,
+            _ => &self.stats.retried,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Runs a claimed key to its outcome: in its own task (a panic becomes a retry), with the
+    /// lease extended while it runs, and records the outcome.
+    async fn work(self: &Arc<Self>, state: &AppState, claim: Claim) -> Outcome {
+        let Some(reconciler) = self.find(&claim.reconciler) else {
+            let outcome = Outcome::Terminal(format!("no reconciler named {}", claim.reconciler));
+            if let Err(err) = self
+                .finish(state, &claim, Backoff::default(), &outcome)
+                .await
+            {
+                tracing::error!(error = %err, "recording a reconciler outcome");
+            }
+            return outcome;
+        };
+        let span = tracing::info_span!("reconcile", reconciler = %claim.reconciler, key = %claim.key, attempt = claim.attempts);
+        let backoff = reconciler.backoff(state);
+        let mut task = {
+            let (state, key, attempt) = (state.clone(), claim.key.clone(), claim.attempts);
+            let reconciler = reconciler.clone();
+            tokio::spawn(
+                async move { reconciler.reconcile(&state, &key, attempt).await }
+                    .instrument(span.clone()),
+            )
+        };
+        let mut beat = tokio::time::interval(self.lease / 3);
+        beat.tick().await;
+        let joined = loop {
+            tokio::select! {
+                joined = &mut task => break joined,
+                _ = beat.tick() => {
+                    if let Err(err) = self.heartbeat(state, &claim).await {
+                        tracing::warn!(parent: &span, error = %err, "extending a lease");
+                    }
+                }
+            }
+        };
+        let outcome = match joined {
+            Ok(outcome) => outcome,
+            Err(err) if err.is_panic() => {
+                self.stats.panics.fetch_add(1, Ordering::Relaxed);
+                let panic = err.into_panic();
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                tracing::error!(parent: &span, panic = %message, "reconciler panicked");
+                Outcome::Retry(format!("panicked: {message}"))
+            }
+            Err(err) => Outcome::Retry(format!("cancelled: {err}")),
+        };
+        match &outcome {
+            Outcome::Retry(e) | Outcome::Terminal(e) => {
+                tracing::warn!(parent: &span, error = %e, "reconcile failed")
+            }
+            _ => tracing::debug!(parent: &span, outcome = ?outcome, "reconciled"),
+        }
+        if let Err(err) = self.finish(state, &claim, backoff, &outcome).await {
+            tracing::error!(parent: &span, error = %err, "recording a reconciler outcome");
+        }
+        outcome
+    }
+
+    /// Runs `key` of `reconciler` now, in this task, through the same claim and outcome as
+    /// the workers; waits (up to a minute) while another worker holds the key.
+    pub async fn run_now(
+        self: &Arc<Self>,
+        state: &AppState,
+        reconciler: &str,
+        key: &str,
+    ) -> Result<Outcome, RunError> {
+        if self.find(reconciler).is_none() {
+            return Err(RunError::Unknown(reconciler.to_string()));
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(claim) = self.claim_key(state, reconciler, key).await? {
+                return Ok(self.work(state, claim).await);
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(RunError::Busy {
+                    reconciler: reconciler.to_string(),
+                    key: key.to_string(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// When the next unclaimed key is due (Unix ms), if any.
+    async fn next_due(&self, state: &AppState) -> Result<Option<i64>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT MIN(due_at) FROM reconciler_queue WHERE terminal = 0 AND claimed_until IS NULL",
+        )
+        .fetch_one(&state.db.pool)
+        .await?;
+        row.try_get::<Option<i64>, _>(0)
+    }
+
+    /// The dispatcher: claims due keys while it has free slots and works them, until
+    /// `shutdown` turns true; then waits for the runs in flight.
+    pub async fn run(self: Arc<Self>, state: AppState, mut shutdown: watch::Receiver<bool>) {
+        // Other processes' keys and expired leases are only seen by polling.
+        const POLL: Duration = Duration::from_secs(1);
+        let mut inflight = JoinSet::new();
+        tracing::info!(worker = %self.worker_id, reconcilers = ?self.reconcilers.iter().map(|r| r.name()).collect::<Vec<_>>(), "reconcilers started");
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            let free = self.concurrency.saturating_sub(inflight.len());
+            let mut wait = POLL;
+            if free > 0 {
+                match self.claim(&state, free).await {
+                    Ok(claims) => {
+                        let full = claims.len() == free;
+                        for claim in claims {
+                            let (me, state) = (self.clone(), state.clone());
+                            inflight.spawn(async move { me.work(&state, claim).await });
+                        }
+                        if !full {
+                            match self.next_due(&state).await {
+                                Ok(Some(due)) => {
+                                    let ms = (due - now_ms()).clamp(10, millis(POLL));
+                                    wait = Duration::from_millis(ms as u64);
+                                }
+                                Ok(None) => {}
+                                Err(err) => tracing::warn!(error = %err, "reading the queue"),
+                            }
+                        } else {
+                            wait = Duration::ZERO;
+                        }
+                    }
+                    Err(err) => tracing::warn!(error = %err, "claiming reconciler keys"),
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.notify.notified() => {}
+                Some(_) = inflight.join_next(), if !inflight.is_empty() => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        while inflight.join_next().await.is_some() {}
+        tracing::info!(worker = %self.worker_id, "reconcilers stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_caps_and_is_reproducible() {
+        let b = Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+            max_attempts: None,
+        };
+        for attempts in 1..12u32 {
+            let d = b.delay("r", "k", attempts);
+            let raw = Duration::from_secs(1u64 << (attempts - 1)).min(Duration::from_secs(60));
+            assert!(
+                d >= raw / 2 && d < raw,
+                "attempt {attempts}: {d:?} vs {raw:?}"
+            );
+            assert_eq!(d, b.delay("r", "k", attempts));
+        }
+        // Different keys spread out.
+        let spread: std::collections::BTreeSet<_> =
+            (0..20).map(|i| b.delay("r", &format!("k{i}"), 3)).collect();
+        assert!(spread.len() > 10);
+        // Huge attempt counts neither overflow nor pass the cap.
+        assert!(b.delay("r", "k", u32::MAX) < Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,1088 @@
+//! Webhooks per the Standard Webhooks specification: endpoints per tenant with event-type
+//! filters and a `whsec_` signing secret; deliveries from the outbox by the `webhook.deliver`
+//! reconciler (one key per delivery), so retries, backoff and surviving a restart come from
+//! the durable queue; every attempt recorded; checked targets.
+//!
+//! A delivery is `POST <url>` with the event's body and the headers `webhook-id` (the event
+//! id, the same on every attempt and redelivery: the receiver's idempotency key),
+//! `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature`
+//! (`v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<body>")>`, one per live secret,
+//! space-separated, while a rotated-out secret is still honoured).
+
+use super::AppState;
+use super::db::{new_id, now_ms};
+use super::error::ApiError;
+use super::events::{self, TYPES};
+use super::iam::{Caller, audit, check_name, parse};
+use super::reconciler::{self, Backoff, BoxFut, Outcome, Reconciler};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use hmac::{Hmac, Mac as _};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use sqlx::{AnyConnection, Row as _};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// The delivery reconciler's name; its keys are delivery ids.
+pub const DELIVER: &str = "webhook.deliver";
+/// Permission of `webhook.create`.
+pub const CREATE: &str = "events:webhook:create";
+/// Permission of `webhook.list` and `webhook.deliveries`.
+pub const READ: &str = "events:webhook:read";
+/// Permission of `webhook.delete`.
+pub const DELETE: &str = "events:webhook:delete";
+/// Permission of `webhook.redeliver`.
+pub const REDELIVER: &str = "events:webhook:redeliver";
+/// Permission of `webhook.rotateSecret`.
+pub const UPDATE: &str = "events:webhook:update";
+
+/// A delivery gives up after this many attempts (about 2.5 hours with the backoff).
+pub const MAX_ATTEMPTS: u32 = 15;
+/// How long a rotated-out secret keeps signing beside the new one.
+pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
+/// How long one attempt may take.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Failed attempts in a row (over all of an endpoint's deliveries) that disable it: 50, or
+/// `BETTER_COMPUTE_WEBHOOK_DISABLE_AFTER`.
+pub fn disable_after() -> i64 {
+    static VALUE: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *VALUE.get_or_init(|| {
+        std::env::var("BETTER_COMPUTE_WEBHOOK_DISABLE_AFTER")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(50)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Secrets and signatures
+
+/// A new secret: `whsec_` and the base64 of 32 random bytes.
+pub fn new_secret() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    format!("whsec_{}", B64.encode(bytes))
+}
+
+/// A secret that is not `whsec_<base64>`.
+#[derive(Debug, thiserror::Error)]
+#[error("a webhook secret is whsec_ followed by base64")]
+pub struct BadSecret;
+
+/// The signature `v1,<base64 HMAC-SHA256(secret bytes, "<id>.<timestamp>.<body>")>`.
+pub fn sign(secret: &str, id: &str, timestamp: i64, body: &str) -> Result<String, BadSecret> {
+    let key = B64
+        .decode(secret.strip_prefix("whsec_").unwrap_or(secret))
+        .map_err(|_| BadSecret)?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).map_err(|_| BadSecret)?;
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body.as_bytes());
+    Ok(format!("v1,{}", B64.encode(mac.finalize().into_bytes())))
+}
+
+// ---------------------------------------------------------------------------------------
+// Targets
+
+/// Why a webhook URL is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// Not a URL.
+    #[error("not a URL: {0}")]
+    Url(String),
+    /// Not http or https.
+    #[error("the scheme {0:?} is not allowed (use http or https)")]
+    Scheme(String),
+    /// No host.
+    #[error("the URL has no host")]
+    NoHost,
+    /// The host does not resolve.
+    #[error("{host} does not resolve: {reason}")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// An address it resolves to is not allowed.
+    #[error("{host} ({addr}) is a {why} address, which webhooks may not target")]
+    Refused {
+        /// The host.
+        host: String,
+        /// The address.
+        addr: IpAddr,
+        /// Its class.
+        why: &'static str,
+    },
+}
+
+/// A checked target: the URL and the addresses to connect to (checked, so a later DNS answer
+/// cannot move the request elsewhere).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The URL.
+    pub url: reqwest::Url,
+    /// Its host name, when it is not an IP literal.
+    pub domain: Option<String>,
+    /// The resolved, allowed addresses.
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// Host names of cloud metadata services, refused whatever they resolve to.
+const METADATA_HOSTS: &[&str] = &["metadata.google.internal", "metadata.goog", "metadata"];
+
+/// The class of an address webhooks may not target, if any: link-local, metadata and
+/// non-unicast addresses always; loopback and private ranges unless `allow_private`.
+pub fn refused(ip: IpAddr, allow_private: bool) -> Option<&'static str> {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().or_else(|| {
+            // NAT64 (64:ff9b::/96) embeds an IPv4 address.
+            let s = v6.segments();
+            (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]).then(|| {
+                let o = v6.octets();
+                Ipv4Addr::new(o[12], o[13], o[14], o[15])
+            })
+        }),
+    };
+    if let Some(v4) = v4 {
+        return refused_v4(v4, allow_private);
+    }
+    let IpAddr::V6(v6) = ip else { return None };
+    refused_v6(v6, allow_private)
+}
+
+fn refused_v4(ip: Ipv4Addr, allow_private: bool) -> Option<&'static str> {
+    let o = ip.octets();
+    // Alibaba's metadata service, Azure's wire server.
+    if o == [100, 100, 100, 200] || o == [168, 63, 129, 16] {
+        return Some("metadata");
+    }
+    if ip.is_link_local() {
+        return Some("link-local");
+    }
+    if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || o[0] == 0 || o[0] >= 240 {
+        return Some("non-unicast or reserved");
+    }
+    if allow_private {
+        return None;
+    }
+    if ip.is_loopback() {
+        return Some("loopback");
+    }
+    // 100.64.0.0/10 is carrier-grade NAT: private to its network.
+    if ip.is_private() || (o[0] == 100 && (o[1] & 0xc0) == 64) {
+        return Some("private");
+    }
+    None
+}
+
+fn refused_v6(ip: Ipv6Addr, allow_private: bool) -> Option<&'static str> {
+    let s = ip.segments();
+    // AWS's IPv6 metadata service.
+    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+        return Some("metadata");
+    }
+    if (s[0] & 0xffc0) == 0xfe80 {
+        return Some("link-local");
+    }
+    if ip.is_unspecified() || ip.is_multicast() {
+        return Some("non-unicast or reserved");
+    }
+    if allow_private {
+        return None;
+    }
+    if ip.is_loopback() {
+        return Some("loopback");
+    }
+    // fc00::/7 unique local, fec0::/10 the old site-local.
+    if (s[0] & 0xfe00) == 0xfc00 || (s[0] & 0xffc0) == 0xfec0 {
+        return Some("private");
+    }
+    None
+}
+
+/// Checks a webhook URL: http or https, a host that resolves, and only allowed addresses.
+pub async fn check_target(url: &str, allow_private: bool) -> Result<Target, TargetError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| TargetError::Url(e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(TargetError::Scheme(parsed.scheme().to_string()));
+    }
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let raw_host = parsed.host_str().ok_or(TargetError::NoHost)?;
+    let literal = raw_host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .ok();
+    let (domain, ips) = match literal {
+        Some(ip) => (None, vec![ip]),
+        None => {
+            let host = raw_host.trim_end_matches('.').to_ascii_lowercase();
+            if METADATA_HOSTS.contains(&host.as_str()) {
+                return Err(TargetError::Refused {
+                    host,
+                    addr: IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254)),
+                    why: "metadata",
+                });
+            }
+            let resolved = tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .map_err(|e| TargetError::Resolve {
+                    host: host.clone(),
+                    reason: e.to_string(),
+                })?
+                .map(|a| a.ip())
+                .collect::<Vec<_>>();
+            if resolved.is_empty() {
+                return Err(TargetError::Resolve {
+                    host,
+                    reason: "no addresses".into(),
+                });
+            }
+            (Some(raw_host.to_string()), resolved)
+        }
+    };
+    let host = parsed.host_str().unwrap_or_default().to_string();
+    for ip in &ips {
+        if let Some(why) = refused(*ip, allow_private) {
+            return Err(TargetError::Refused {
+                host,
+                addr: *ip,
+                why,
+            });
+        }
+    }
+    Ok(Target {
+        url: parsed,
+        domain,
+        addrs: ips
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Fan-out and delivery
+
+fn subscribed(events: &str, kind: &str) -> bool {
+    serde_json::from_str::<Vec<String>>(events)
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e == kind || e == "*")
+}
+
+/// Creates one pending delivery of an event (and queues it) on `conn`.
+async fn insert_delivery(
+    conn: &mut AnyConnection,
+    tenant: &str,
+    webhook_id: &str,
+    event_id: &str,
+) -> Result<String, sqlx::Error> {
+    let id = new_id("dlv");
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO webhook_deliveries (id, webhook_id, event_id, tenant_id, status, attempts, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, 'pending', 0, $5, $5)",
+    )
+    .bind(&id)
+    .bind(webhook_id)
+    .bind(event_id)
+    .bind(tenant)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    reconciler::enqueue(conn, DELIVER, &id, now).await?;
+    Ok(id)
+}
+
+/// Creates a pending delivery of a new event for every enabled webhook of its tenant that
+/// subscribes to its type, in the event's transaction.
+pub async fn fan_out(
+    conn: &mut AnyConnection,
+    tenant: &str,
+    event_id: &str,
+    kind: &str,
+) -> Result<(), sqlx::Error> {
+    let hooks = sqlx::query(
+        "SELECT id, events FROM webhooks WHERE tenant_id = $1 AND disabled_at IS NULL ORDER BY id",
+    )
+    .bind(tenant)
+    .fetch_all(&mut *conn)
+    .await?;
+    for hook in hooks {
+        let (id, events): (String, String) = (hook.try_get(0)?, hook.try_get(1)?);
+        if subscribed(&events, kind) {
+            insert_delivery(conn, tenant, &id, event_id).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The `webhook.deliver` reconciler: one attempt of one delivery per run.
+#[derive(Debug, Default)]
+pub struct Deliver;
+
+impl Reconciler for Deliver {
+    fn name(&self) -> &'static str {
+        DELIVER
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        state: &'a AppState,
+        key: &'a str,
+        _attempt: u32,
+    ) -> BoxFut<'a, Outcome> {
+        Box::pin(async move {
+            match deliver(state, key).await {
+                Ok(outcome) => outcome,
+                Err(err) => Outcome::Retry(format!("database: {err}")),
+            }
+        })
+    }
+
+    fn backoff(&self, _state: &AppState) -> Backoff {
+        Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(1800),
+            // The delivery itself gives up at MAX_ATTEMPTS; this only stops a run that keeps
+            // panicking or failing before an attempt.
+            max_attempts: Some(MAX_ATTEMPTS * 3),
+        }
+    }
+}
+
+/// What an attempt came to.
+enum Verdict {
+    Delivered,
+    Gone,
+    Failed,
+}
+
+async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::Error> {
+    let mut conn = state.db.pool.acquire().await?;
+    let Some(d) = sqlx::query(
+        "SELECT status, attempts, webhook_id, event_id FROM webhook_deliveries WHERE id = $1",
+    )
+    .bind(delivery_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(Outcome::Done); // its webhook was deleted
+    };
+    let status: String = d.try_get(0)?;
+    let attempts: i64 = d.try_get(1)?;
+    let webhook_id: String = d.try_get(2)?;
+    let event_id: String = d.try_get(3)?;
+    if status != "pending" {
+        return Ok(Outcome::Done);
+    }
+    let hook = sqlx::query(
+        "SELECT url, secret, previous_secret, previous_until, disabled_at FROM webhooks WHERE id = $1",
+    )
+    .bind(&webhook_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let event = events::load(&mut conn, &event_id).await?;
+    drop(conn);
+    let (Some(hook), Some(event)) = (hook, event) else {
+        settle(
+            state,
+            delivery_id,
+            "failed",
+            "the endpoint or the event is gone",
+        )
+        .await?;
+        return Ok(Outcome::Done);
+    };
+    if hook.try_get::<Option<i64>, _>(4)?.is_some() {
+        settle(state, delivery_id, "failed", "the endpoint is disabled").await?;
+        return Ok(Outcome::Done);
+    }
+    let url: String = hook.try_get(0)?;
+    let mut secrets = vec![hook.try_get::<String, _>(1)?];
+    if let (Some(previous), Some(until)) = (
+        hook.try_get::<Option<String>, _>(2)?,
+        hook.try_get::<Option<i64>, _>(3)?,
+    ) && until > now_ms()
+    {
+        secrets.push(previous);
+    }
+
+    let attempt = attempts + 1;
+    let started = Instant::now();
+    let result = attempt_once(state, &url, &secrets, &event).await;
+    let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let (http_status, error, verdict) = match result {
+        Ok(s) if (200..300).contains(&s) => (Some(s), None, Verdict::Delivered),
+        Ok(410) => (
+            Some(410),
+            Some("the endpoint answered 410 Gone".to_string()),
+            Verdict::Gone,
+        ),
+        Ok(s) => (Some(s), Some(format!("HTTP {s}")), Verdict::Failed),
+        Err(e) => (None, Some(e), Verdict::Failed),
+    };
+    tracing::info!(delivery = %delivery_id, webhook = %webhook_id, event = %event_id, attempt, status = ?http_status, error = ?error, "webhook attempt");
+
+    let now = now_ms();
+    let mut tx = state.db.write_tx().await?;
+    sqlx::query(
+        "INSERT INTO webhook_attempts (id, delivery_id, webhook_id, event_id, attempt, at, status, error, duration_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(new_id("att"))
+    .bind(delivery_id)
+    .bind(&webhook_id)
+    .bind(&event_id)
+    .bind(attempt)
+    .bind(now)
+    .bind(http_status.map(i64::from))
+    .bind(error.as_deref())
+    .bind(elapsed)
+    .execute(&mut *tx)
+    .await?;
+    let (delivery_status, outcome) = match verdict {
+        Verdict::Delivered => {
+            sqlx::query("UPDATE webhooks SET failures = 0 WHERE id = $1")
+                .bind(&webhook_id)
+                .execute(&mut *tx)
+                .await?;
+            ("succeeded", Outcome::Done)
+        }
+        Verdict::Gone => {
+            disable(&mut tx, &webhook_id, "the endpoint answered 410 Gone", now).await?;
+            ("failed", Outcome::Done)
+        }
+        Verdict::Failed => {
+            let failures: i64 = sqlx::query(
+                "UPDATE webhooks SET failures = failures + 1 WHERE id = $1 RETURNING failures",
+            )
+            .bind(&webhook_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?
+            .unwrap_or(0);
+            if failures >= disable_after() {
+                let reason = format!("{failures} failed attempts in a row");
+                disable(&mut tx, &webhook_id, &reason, now).await?;
+                ("failed", Outcome::Done)
+            } else if attempt >= i64::from(MAX_ATTEMPTS) {
+                ("failed", Outcome::Done)
+            } else {
+                let e = error.clone().unwrap_or_default();
+                ("pending", Outcome::Retry(e))
+            }
+        }
+    };
+    sqlx::query(
+        "UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status = $3, last_error = $4, updated_at = $5 \
+         WHERE id = $6",
+    )
+    .bind(delivery_status)
+    .bind(attempt)
+    .bind(http_status.map(i64::from))
+    .bind(error.as_deref())
+    .bind(now)
+    .bind(delivery_id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+async fn disable(
+    tx: &mut AnyConnection,
+    webhook_id: &str,
+    reason: &str,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    tracing::warn!(webhook = %webhook_id, reason, "webhook endpoint disabled");
+    sqlx::query(
+        "UPDATE webhooks SET disabled_at = $1, disabled_reason = $2, revision = revision + 1 \
+         WHERE id = $3 AND disabled_at IS NULL",
+    )
+    .bind(now)
+    .bind(reason)
+    .bind(webhook_id)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Ends a delivery without an attempt.
+async fn settle(
+    state: &AppState,
+    delivery_id: &str,
+    status: &str,
+    error: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET status = $1, last_error = $2, updated_at = $3 WHERE id = $4",
+    )
+    .bind(status)
+    .bind(error)
+    .bind(now_ms())
+    .bind(delivery_id)
+    .execute(&state.db.pool)
+    .await?;
+    Ok(())
+}
+
+/// One POST: the HTTP status, or why there was none.
+async fn attempt_once(
+    state: &AppState,
+    url: &str,
+    secrets: &[String],
+    event: &events::Event,
+) -> Result<u16, String> {
+    let target = check_target(url, state.config.webhook_allow_private)
+        .await
+        .map_err(|e| e.to_string())?;
+    let body = event.body();
+    let timestamp = now_ms() / 1000;
+    let signatures = secrets
+        .iter()
+        .map(|s| sign(s, &event.id, timestamp, &body))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?
+        .join(" ");
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(ATTEMPT_TIMEOUT)
+        .user_agent(concat!(
+            "better-compute-webhooks/",
+            env!("CARGO_PKG_VERSION")
+        ));
+    if let Some(domain) = &target.domain {
+        // Connect only to the addresses just checked.
+        builder = builder.resolve_to_addrs(domain, &target.addrs);
+    }
+    let client = builder.build().map_err(|e| e.to_string())?;
+    let response = client
+        .post(target.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &event.id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signatures)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        })?;
+    Ok(response.status().as_u16())
+}
+
+// ---------------------------------------------------------------------------------------
+// Methods
+
+/// Input of `webhook.create`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookCreate {
+    /// The tenant whose events it receives.
+    pub tenant_id: String,
+    /// Where to POST (http or https; loopback and private addresses only when the server
+    /// allows them; link-local and metadata addresses never).
+    pub url: String,
+    /// The event types it receives (`fleet.drifted`, `fleet.converged`, or `*`).
+    pub events: Vec<String>,
+}
+
+/// Input of `webhook.list`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookList {
+    /// The tenant.
+    pub tenant_id: String,
+}
+
+/// Input of `webhook.delete` and `webhook.rotateSecret`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookRef {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The webhook's id.
+    pub id: String,
+}
+
+/// Input of `webhook.deliveries`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeliveryList {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The webhook's id.
+    pub id: String,
+    /// At most this many deliveries, newest first (default 50, at most 500).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Input of `webhook.redeliver`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Redeliver {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The webhook's id.
+    pub id: String,
+    /// The event to deliver again.
+    pub event_id: String,
+}
+
+fn target_error(err: TargetError) -> ApiError {
+    ApiError::invalid("url", err.to_string())
+}
+
+async fn require_webhook(
+    conn: &mut AnyConnection,
+    tenant: &str,
+    id: &str,
+) -> Result<sqlx::any::AnyRow, ApiError> {
+    sqlx::query(
+        "SELECT id, url, events, disabled_at, disabled_reason, failures, revision, created_at \
+         FROM webhooks WHERE id = $1 AND tenant_id = $2",
+    )
+    .bind(id)
+    .bind(tenant)
+    .fetch_optional(conn)
+    .await?
+    .ok_or_else(|| ApiError::not_found("webhook", id))
+}
+
+fn webhook_json(r: &sqlx::any::AnyRow) -> Result<Value, sqlx::Error> {
+    let events: String = r.try_get(2)?;
+    let disabled_at: Option<i64> = r.try_get(3)?;
+    let mut out = json!({
+        "id": r.try_get::<String, _>(0)?,
+        "url": r.try_get::<String, _>(1)?,
+        "events": serde_json::from_str::<Value>(&events).unwrap_or(json!([])),
+        "enabled": disabled_at.is_none(),
+        "failures": r.try_get::<i64, _>(5)?,
+        "revision": r.try_get::<i64, _>(6)?,
+        "createdAt": r.try_get::<i64, _>(7)?,
+    });
+    if let Some(at) = disabled_at {
+        out["disabledAt"] = json!(at);
+        out["disabledReason"] = json!(r.try_get::<Option<String>, _>(4)?);
+    }
+    Ok(out)
+}
+
+async fn require_tenant(conn: &mut AnyConnection, tenant: &str) -> Result<(), ApiError> {
+    check_name("tenantId", tenant)?;
+    if super::db::exists(conn, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("tenant", tenant))
+    }
+}
+
+/// `webhook.create`: decides `events:webhook:create`; answers the secret (it is shown here
+/// and on rotation only).
+pub async fn create(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: WebhookCreate = parse(input)?;
+    let method = "webhook.create";
+    caller
+        .check_tenant(state, method, &input.tenant_id, CREATE)
+        .await?;
+    if input.url.len() > 2048 {
+        return Err(ApiError::invalid("url", "a URL of at most 2048 characters"));
+    }
+    if input.events.is_empty() {
+        return Err(ApiError::invalid(
+            "events",
+            format!("name at least one event type: {}", TYPES.join(", ")),
+        ));
+    }
+    let mut kinds = Vec::new();
+    for (i, e) in input.events.iter().enumerate() {
+        if e != "*" && !TYPES.contains(&e.as_str()) {
+            return Err(ApiError::invalid(
+                format!("events[{i}]"),
+                format!(
+                    "unknown event type {e:?} (known: {}, or * for all)",
+                    TYPES.join(", ")
+                ),
+            ));
+        }
+        if !kinds.contains(e) {
+            kinds.push(e.clone());
+        }
+    }
+    let target = check_target(&input.url, state.config.webhook_allow_private)
+        .await
+        .map_err(target_error)?;
+    let url = target.url.to_string();
+    let id = new_id("wh");
+    let secret = new_secret();
+    let now = now_ms();
+    let mut tx = state.db.write_tx().await?;
+    require_tenant(&mut tx, &input.tenant_id).await?;
+    sqlx::query(
+        "INSERT INTO webhooks (id, tenant_id, url, events, secret, failures, revision, created_at) \
+         VALUES ($1, $2, $3, $4, $5, 0, 1, $6)",
+    )
+    .bind(&id)
+    .bind(&input.tenant_id)
+    .bind(&url)
+    .bind(serde_json::to_string(&kinds)?)
+    .bind(&secret)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&id),
+        json!({ "url": url, "events": kinds }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": id, "secret": secret, "url": url, "events": kinds, "enabled": true }))
+}
+
+/// `webhook.list`: decides `events:webhook:read`; never answers secrets.
+pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: WebhookList = parse(input)?;
+    caller
+        .check_tenant(state, "webhook.list", &input.tenant_id, READ)
+        .await?;
+    let rows = sqlx::query(
+        "SELECT id, url, events, disabled_at, disabled_reason, failures, revision, created_at \
+         FROM webhooks WHERE tenant_id = $1 ORDER BY id",
+    )
+    .bind(&input.tenant_id)
+    .fetch_all(&state.db.pool)
+    .await?;
+    let items = rows
+        .iter()
+        .map(webhook_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({ "items": items }))
+}
+
+/// `webhook.delete`: decides `events:webhook:delete`; its deliveries and their log go too.
+pub async fn delete(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: WebhookRef = parse(input)?;
+    let method = "webhook.delete";
+    caller
+        .check_tenant(state, method, &input.tenant_id, DELETE)
+        .await?;
+    let mut tx = state.db.write_tx().await?;
+    require_webhook(&mut tx, &input.tenant_id, &input.id).await?;
+    for table in ["webhook_attempts", "webhook_deliveries"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE webhook_id = $1"))
+            .bind(&input.id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    sqlx::query("DELETE FROM webhooks WHERE id = $1")
+        .bind(&input.id)
+        .execute(&mut *tx)
+        .await?;
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&input.id),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": input.id, "deleted": true }))
+}
+
+/// `webhook.rotateSecret`: decides `events:webhook:update`; answers the new secret. The old
+/// one keeps signing beside it (a second `v1,` signature) for 24 hours.
+pub async fn rotate_secret(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: WebhookRef = parse(input)?;
+    let method = "webhook.rotateSecret";
+    caller
+        .check_tenant(state, method, &input.tenant_id, UPDATE)
+        .await?;
+    let secret = new_secret();
+    let now = now_ms();
+    let until = now + i64::try_from(ROTATION_OVERLAP.as_millis()).unwrap_or(0);
+    let mut tx = state.db.write_tx().await?;
+    require_webhook(&mut tx, &input.tenant_id, &input.id).await?;
+    sqlx::query(
+        "UPDATE webhooks SET previous_secret = secret, previous_until = $1, secret = $2, \
+         revision = revision + 1 WHERE id = $3",
+    )
+    .bind(until)
+    .bind(&secret)
+    .bind(&input.id)
+    .execute(&mut *tx)
+    .await?;
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&input.id),
+        json!({ "previousUntil": until }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(json!({ "id": input.id, "secret": secret, "previousSecretUntil": until }))
+}
+
+/// `webhook.deliveries`: decides `events:webhook:read`; the endpoint's deliveries, newest
+/// first, each with its attempts.
+pub async fn deliveries(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let input: DeliveryList = parse(input)?;
+    caller
+        .check_tenant(state, "webhook.deliveries", &input.tenant_id, READ)
+        .await?;
+    let mut conn = state.db.pool.acquire().await?;
+    require_webhook(&mut conn, &input.tenant_id, &input.id).await?;
+    let limit = i64::from(input.limit.unwrap_or(50).clamp(1, 500));
+    let rows = sqlx::query(
+        "SELECT d.id, d.event_id, e.type, d.status, d.attempts, d.last_status, d.last_error, \
+         d.created_at, d.updated_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
+         WHERE d.webhook_id = $1 ORDER BY d.id DESC LIMIT $2",
+    )
+    .bind(&input.id)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    let oldest = rows
+        .last()
+        .map(|r| r.try_get::<String, _>(0))
+        .transpose()?
+        .unwrap_or_default();
+    let mut log: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for a in sqlx::query(
+        "SELECT delivery_id, attempt, at, status, error, duration_ms FROM webhook_attempts \
+         WHERE webhook_id = $1 AND delivery_id >= $2 ORDER BY id",
+    )
+    .bind(&input.id)
+    .bind(&oldest)
+    .fetch_all(&mut *conn)
+    .await?
+    {
+        let mut entry = json!({
+            "attempt": a.try_get::<i64, _>(1)?,
+            "at": a.try_get::<i64, _>(2)?,
+            "durationMs": a.try_get::<i64, _>(5)?,
+        });
+        if let Some(s) = a.try_get::<Option<i64>, _>(3)? {
+            entry["status"] = json!(s);
+        }
+        if let Some(e) = a.try_get::<Option<String>, _>(4)? {
+            entry["error"] = json!(e);
+        }
+        log.entry(a.try_get(0)?).or_default().push(entry);
+    }
+    let mut items = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let id: String = r.try_get(0)?;
+        let mut item = json!({
+            "id": id,
+            "webhookId": input.id,
+            "eventId": r.try_get::<String, _>(1)?,
+            "eventType": r.try_get::<String, _>(2)?,
+            "status": r.try_get::<String, _>(3)?,
+            "attempts": r.try_get::<i64, _>(4)?,
+            "createdAt": r.try_get::<i64, _>(7)?,
+            "updatedAt": r.try_get::<i64, _>(8)?,
+            "log": log.remove(&id).unwrap_or_default(),
+        });
+        if let Some(s) = r.try_get::<Option<i64>, _>(5)? {
+            item["lastStatus"] = json!(s);
+        }
+        if let Some(e) = r.try_get::<Option<String>, _>(6)? {
+            item["lastError"] = json!(e);
+        }
+        items.push(item);
+    }
+    Ok(json!({ "items": items }))
+}
+
+/// `webhook.redeliver`: decides `events:webhook:redeliver`; delivers one event again to the
+/// endpoint (same `webhook-id`), as a new delivery with its own attempts. An endpoint that
+/// was disabled is enabled again: redelivering is the operator saying it is back.
+pub async fn redeliver(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+    let input: Redeliver = parse(input)?;
+    let method = "webhook.redeliver";
+    caller
+        .check_tenant(state, method, &input.tenant_id, REDELIVER)
+        .await?;
+    let mut tx = state.db.write_tx().await?;
+    let hook = require_webhook(&mut tx, &input.tenant_id, &input.id).await?;
+    let event = events::load(&mut tx, &input.event_id).await?;
+    if event.is_none_or(|e| e.tenant_id != input.tenant_id) {
+        return Err(ApiError::not_found("event", &input.event_id));
+    }
+    if hook.try_get::<Option<i64>, _>(3)?.is_some() {
+        sqlx::query(
+            "UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL, failures = 0, \
+             revision = revision + 1 WHERE id = $1",
+        )
+        .bind(&input.id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let delivery = insert_delivery(&mut tx, &input.tenant_id, &input.id, &input.event_id).await?;
+    audit(
+        &mut tx,
+        caller,
+        &input.tenant_id,
+        method,
+        "ok",
+        Some(&input.id),
+        json!({ "eventId": input.event_id, "deliveryId": delivery }),
+    )
+    .await?;
+    tx.commit().await?;
+    state.reconcilers.notify();
+    Ok(json!({ "deliveryId": delivery, "webhookId": input.id, "eventId": input.event_id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        for (addr, strict, allowed) in [
+            ("169.254.169.254", Some("link-local"), Some("link-local")),
+            ("169.254.1.1", Some("link-local"), Some("link-local")),
+            ("fe80::1", Some("link-local"), Some("link-local")),
+            ("fd00:ec2::254", Some("metadata"), Some("metadata")),
+            ("100.100.100.200", Some("metadata"), Some("metadata")),
+            (
+                "::ffff:169.254.169.254",
+                Some("link-local"),
+                Some("link-local"),
+            ),
+            ("64:ff9b::a9fe:a9fe", Some("link-local"), Some("link-local")),
+            (
+                "0.0.0.0",
+                Some("non-unicast or reserved"),
+                Some("non-unicast or reserved"),
+            ),
+            (
+                "224.0.0.1",
+                Some("non-unicast or reserved"),
+                Some("non-unicast or reserved"),
+            ),
+            ("127.0.0.1", Some("loopback"), None),
+            ("::1", Some("loopback"), None),
+            ("::ffff:127.0.0.1", Some("loopback"), None),
+            ("10.1.2.3", Some("private"), None),
+            ("172.16.0.1", Some("private"), None),
+            ("192.168.1.1", Some("private"), None),
+            ("100.64.0.1", Some("private"), None),
+            ("fd12::1", Some("private"), None),
+            ("93.184.215.14", None, None),
+            ("2606:4700::1111", None, None),
+        ] {
+            assert_eq!(refused(ip(addr), false), strict, "{addr} strict");
+            assert_eq!(refused(ip(addr), true), allowed, "{addr} allowing private");
+        }
+    }
+
+    #[tokio::test]
+    async fn targets() {
+        assert!(matches!(
+            check_target("ftp://example.com/x", true).await,
+            Err(TargetError::Scheme(_))
+        ));
+        assert!(matches!(
+            check_target("not a url", true).await,
+            Err(TargetError::Url(_))
+        ));
+        assert!(matches!(
+            check_target("http://169.254.169.254/latest/meta-data", true).await,
+            Err(TargetError::Refused {
+                why: "link-local",
+                ..
+            })
+        ));
+        assert!(matches!(
+            check_target("http://metadata.google.internal/", true).await,
+            Err(TargetError::Refused {
+                why: "metadata",
+                ..
+            })
+        ));
+        assert!(matches!(
+            check_target("http://[fe80::1]:8080/", true).await,
+            Err(TargetError::Refused {
+                why: "link-local",
+                ..
+            })
+        ));
+        assert!(matches!(
+            check_target("http://127.0.0.1:9/hook", false).await,
+            Err(TargetError::Refused {
+                why: "loopback",
+                ..
+            })
+        ));
+        assert!(matches!(
+            check_target("http://localhost:9/hook", false).await,
+            Err(TargetError::Refused {
+                why: "loopback",
+                ..
+            })
+        ));
+        let ok = check_target("http://localhost:9/hook", true).await.unwrap();
+        assert!(
+            ok.addrs
+                .iter()
+                .all(|a| a.ip().is_loopback() && a.port() == 9)
+        );
+    }
+
+    #[test]
+    fn signature_matches_the_specification_example() {
+        // The example of the Standard Webhooks specification.
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let id = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+        let body = r#"{"test": 2432232314}"#;
+        assert_eq!(
+            sign(secret, id, 1614265330, body).unwrap(),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+        assert!(new_secret().starts_with("whsec_"));
+        assert_eq!(
+            B64.decode(&new_secret()["whsec_".len()..]).unwrap().len(),
+            32
+        );
+    }
+}
