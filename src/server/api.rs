@@ -4,7 +4,7 @@
 use super::AppState;
 use super::error::{ApiError, Code};
 use super::iam::{self, Caller};
-use super::{drift, events, fleet, objects, webhooks};
+use super::{drift, events, fleet, objects, reconciler, webhooks};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -150,6 +150,15 @@ pub fn methods() -> Vec<Method> {
             summary: "Runs the tenant's drift check now and answers the new status.",
             input: schema::<fleet::TenantInput>,
             run: handler!(drift::check_http),
+        },
+        Method {
+            name: "reconciler.status",
+            permission: iam::FLEET_ADMIN,
+            scope: iam::FLEET_SCOPE,
+            read: true,
+            summary: "The reconcilers' queue (keys, due times, errors, holders) and this process's runs.",
+            input: schema::<reconciler::StatusInput>,
+            run: handler!(reconciler::status),
         },
         Method {
             name: "event.list",

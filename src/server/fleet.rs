@@ -4,7 +4,7 @@
 //! the database in one read; the plan is the planner's, against exactly that export, so the
 //! browser and the CLI reproduce it offline.
 
-use super::db::{Tx, now_ms};
+use super::db::now_ms;
 use super::error::{ApiError, Code};
 use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope};
 use super::objects::{
@@ -288,26 +288,6 @@ pub async fn apply(
             err.message = format!("call {index} ({}): {}", call.method(), err.message);
             err
         })?;
-        if let (Call::SiteCreate(i), Some(id)) = (call, &outcome.object_id) {
-            record_name(
-                &mut tx,
-                tenant,
-                Kind::Site,
-                id,
-                i.idempotency_key.as_deref(),
-            )
-            .await?;
-        }
-        if let (Call::PoolCreate(i), Some(id)) = (call, &outcome.object_id) {
-            record_name(
-                &mut tx,
-                tenant,
-                Kind::Pool,
-                id,
-                i.idempotency_key.as_deref(),
-            )
-            .await?;
-        }
         let input = serde_json::to_value(call)?
             .get("input")
             .cloned()
@@ -343,31 +323,6 @@ pub async fn apply(
     audit(&mut tx, caller, tenant, "fleet.apply", "ok", None, json!({ "planHash": plan.plan_hash, "applied": applied, "prune": prune, "summary": plan.summary })).await?;
     tx.commit().await?;
     Ok(json!({ "plan": plan, "applied": applied }))
-}
-
-/// Records the name fleet gave a site or pool, taken from its idempotency key
-/// (`fleet:<tenant>:<kind>:<name>`).
-async fn record_name(
-    tx: &mut Tx,
-    tenant: &str,
-    kind: Kind,
-    id: &str,
-    key: Option<&str>,
-) -> Result<(), ApiError> {
-    let Some(name) = key.and_then(|k| k.splitn(4, ':').nth(3)) else {
-        return Ok(());
-    };
-    sqlx::query(
-        "INSERT INTO fleet_names (tenant_id, kind, object_id, name) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (kind, object_id) DO UPDATE SET name = excluded.name, tenant_id = excluded.tenant_id",
-    )
-    .bind(tenant)
-    .bind(kind.as_str())
-    .bind(id)
-    .bind(name)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 /// `fleet.status`: the applied document's record and the drift as of the last check.

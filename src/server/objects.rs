@@ -153,8 +153,16 @@ pub async fn execute(
                 object_id: Some(i.id.clone()),
             });
         }
-        Call::SiteCreate(i) => site_create(tx, caller, i).await?,
-        Call::PoolCreate(i) => pool_create(tx, caller, modules, i).await?,
+        Call::SiteCreate(i) => {
+            let id = site_create(tx, caller, i).await?;
+            record_name(tx, tenant, Kind::Site, &id, i.idempotency_key.as_deref()).await?;
+            id
+        }
+        Call::PoolCreate(i) => {
+            let id = pool_create(tx, caller, modules, i).await?;
+            record_name(tx, tenant, Kind::Pool, &id, i.idempotency_key.as_deref()).await?;
+            id
+        }
         Call::PoolUpdate(i) => {
             if let Some(policy) = &i.policy {
                 check_policy("policy", policy)?;
@@ -403,6 +411,33 @@ async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Value, ApiErr
             pool_value(tx, &row).await?
         }
     })
+}
+
+/// Records the name fleet gives a site or pool created with an idempotency key of fleet's
+/// form (`fleet:<tenant>:<kind>:<name>`), whoever makes the call: a call made by hand does
+/// exactly what the apply does.
+async fn record_name(
+    tx: &mut Tx,
+    tenant: &str,
+    kind: Kind,
+    id: &str,
+    key: Option<&str>,
+) -> Result<(), ApiError> {
+    let prefix = format!("fleet:{tenant}:{}:", kind.as_str());
+    let Some(name) = key.and_then(|k| k.strip_prefix(&prefix)) else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO fleet_names (tenant_id, kind, object_id, name) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (kind, object_id) DO UPDATE SET name = excluded.name, tenant_id = excluded.tenant_id",
+    )
+    .bind(tenant)
+    .bind(kind.as_str())
+    .bind(id)
+    .bind(name)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 fn check_revision(object: &str, expected: u64, actual: i64) -> Result<(), ApiError> {

@@ -146,6 +146,27 @@ impl From<RunError> for super::error::ApiError {
     }
 }
 
+/// One run of a key by this process (kept for `reconciler.status`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    /// The reconciler.
+    pub reconciler: String,
+    /// The key.
+    pub key: String,
+    /// The attempt.
+    pub attempt: u32,
+    /// When the run started (Unix ms, after the claim).
+    pub started_at: i64,
+    /// When it ended (before its outcome is recorded).
+    pub ended_at: i64,
+    /// `done`, `requeue`, `retry` or `terminal`.
+    pub outcome: &'static str,
+}
+
+/// How many runs [`Runtime::runs`] keeps.
+const KEPT_RUNS: usize = 10_000;
+
 /// A key this process holds.
 #[derive(Debug, Clone)]
 struct Claim {
@@ -164,6 +185,8 @@ pub struct Runtime {
     pub stats: Stats,
     lease: Duration,
     concurrency: usize,
+    delay: Duration,
+    runs: std::sync::Mutex<std::collections::VecDeque<Run>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -213,15 +236,44 @@ fn millis(d: Duration) -> i64 {
 }
 
 impl Runtime {
-    /// A runtime for `reconcilers`, with a fresh worker id.
+    /// A runtime for `reconcilers`, with a fresh worker id. Two variables exist for tests of
+    /// the queue itself: `BETTER_COMPUTE_RECONCILER_LEASE_MS` (the lease, 30 s by default)
+    /// and `BETTER_COMPUTE_RECONCILER_DELAY_MS` (a pause inside every run, holding the key).
     pub fn new(reconcilers: Vec<Arc<dyn Reconciler>>) -> Runtime {
+        let ms = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(Duration::from_millis)
+        };
         Runtime {
             worker_id: super::db::new_id("wrk"),
             reconcilers,
             notify: Notify::new(),
             stats: Stats::default(),
-            lease: Duration::from_secs(30),
+            lease: ms("BETTER_COMPUTE_RECONCILER_LEASE_MS")
+                .filter(|d| *d >= Duration::from_millis(30))
+                .unwrap_or(Duration::from_secs(30)),
             concurrency: 8,
+            delay: ms("BETTER_COMPUTE_RECONCILER_DELAY_MS").unwrap_or_default(),
+            runs: std::sync::Mutex::new(std::collections::VecDeque::new()),
+        }
+    }
+
+    /// The last runs of this process, oldest first.
+    pub fn runs(&self) -> Vec<Run> {
+        self.runs
+            .lock()
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn record_run(&self, run: Run) {
+        if let Ok(mut runs) = self.runs.lock() {
+            if runs.len() == KEPT_RUNS {
+                runs.pop_front();
+            }
+            runs.push_back(run);
         }
     }
 
@@ -448,12 +500,18 @@ impl Runtime {
         };
         let span = tracing::info_span!("reconcile", reconciler = %claim.reconciler, key = %claim.key, attempt = claim.attempts);
         let backoff = reconciler.backoff(state);
+        let started_at = now_ms();
         let mut task = {
             let (state, key, attempt) = (state.clone(), claim.key.clone(), claim.attempts);
-            let reconciler = reconciler.clone();
+            let (reconciler, delay) = (reconciler.clone(), self.delay);
             tokio::spawn(
-                async move { reconciler.reconcile(&state, &key, attempt).await }
-                    .instrument(span.clone()),
+                async move {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    reconciler.reconcile(&state, &key, attempt).await
+                }
+                .instrument(span.clone()),
             )
         };
         let mut beat = tokio::time::interval(self.lease / 3);
@@ -483,6 +541,19 @@ impl Runtime {
             }
             Err(err) => Outcome::Retry(format!("cancelled: {err}")),
         };
+        self.record_run(Run {
+            reconciler: claim.reconciler.clone(),
+            key: claim.key.clone(),
+            attempt: claim.attempts,
+            started_at,
+            ended_at: now_ms(),
+            outcome: match outcome {
+                Outcome::Done => "done",
+                Outcome::RequeueAfter(_) => "requeue",
+                Outcome::Retry(_) => "retry",
+                Outcome::Terminal(_) => "terminal",
+            },
+        });
         match &outcome {
             Outcome::Retry(e) | Outcome::Terminal(e) => {
                 tracing::warn!(parent: &span, error = %e, "reconcile failed")
@@ -578,6 +649,77 @@ impl Runtime {
         while inflight.join_next().await.is_some() {}
         tracing::info!(worker = %self.worker_id, "reconcilers stopped");
     }
+}
+
+/// Input of `reconciler.status`.
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusInput {
+    /// Also answer this process's last runs.
+    #[serde(default)]
+    pub runs: bool,
+}
+
+/// `reconciler.status`: decides `compute:fleet:admin` on `compute-fleet/global`; the queue
+/// (every key with its due time, attempts, last error and holder) and this process's worker
+/// id, counters and, when asked, last runs.
+pub async fn status(
+    state: &AppState,
+    caller: &super::iam::Caller,
+    input: &[u8],
+) -> Result<serde_json::Value, super::error::ApiError> {
+    use serde_json::json;
+    let input: StatusInput = super::iam::parse(input)?;
+    caller
+        .check(
+            state,
+            "reconciler.status",
+            super::iam::ROOT,
+            super::iam::FLEET_ADMIN,
+            super::iam::FLEET_SCOPE,
+        )
+        .await?;
+    let rows = sqlx::query(
+        "SELECT reconciler, key, due_at, attempts, last_error, claimed_by, claimed_until, terminal          FROM reconciler_queue ORDER BY reconciler, key LIMIT 10000",
+    )
+    .fetch_all(&state.db.pool)
+    .await?;
+    let mut queue = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut item = json!({
+            "reconciler": r.try_get::<String, _>(0)?,
+            "key": r.try_get::<String, _>(1)?,
+            "attempts": r.try_get::<i64, _>(3)?,
+            "terminal": r.try_get::<i64, _>(7)? != 0,
+        });
+        let due: i64 = r.try_get(2)?;
+        if due != CLAIMED_DUE {
+            item["dueAt"] = json!(due);
+        }
+        if let Some(e) = r.try_get::<Option<String>, _>(4)? {
+            item["lastError"] = json!(e);
+        }
+        if let Some(w) = r.try_get::<Option<String>, _>(5)? {
+            item["claimedBy"] = json!(w);
+            item["claimedUntil"] = json!(r.try_get::<Option<i64>, _>(6)?);
+        }
+        queue.push(item);
+    }
+    let rt = &state.reconcilers;
+    let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let mut out = json!({
+        "workerId": rt.worker_id,
+        "stats": {
+            "done": n(&rt.stats.done), "requeued": n(&rt.stats.requeued),
+            "retried": n(&rt.stats.retried), "terminal": n(&rt.stats.terminal),
+            "panics": n(&rt.stats.panics),
+        },
+        "queue": queue,
+    });
+    if input.runs {
+        out["runs"] = json!(rt.runs());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
