@@ -414,7 +414,8 @@ async fn openapi_is_generated_from_the_method_table() {
             .contains(&json!("config")),
         "{plan}"
     );
-    let update = &doc["paths"]["/api/pool.update"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let update = &doc["paths"]["/api/pool.update"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
     assert!(update["properties"]["ifRevision"].is_object(), "{update}");
     // Every reference resolves inside the document.
     fn refs(v: &Value, out: &mut Vec<String>) {
@@ -433,8 +434,13 @@ async fn openapi_is_generated_from_the_method_table() {
     refs(&doc, &mut all);
     assert!(!all.is_empty());
     for r in all {
-        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{r}"));
-        assert!(doc["components"]["schemas"][name].is_object(), "{r} resolves");
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            doc["components"]["schemas"][name].is_object(),
+            "{r} resolves"
+        );
     }
     let health: Value = reqwest::get(fleet.server.url("/api/health"))
         .await
@@ -466,3 +472,62 @@ async fn admin_key_file_is_private_and_the_key_is_not_printed() {
     }
     fleet.call_as(&key, "tenant.list", json!({})).await.unwrap();
 }
+
+#[tokio::test]
+async fn config_file_flags_and_variables() {
+    let dir = common::TempDir::new("config");
+    let path = dir.path().join("server.toml");
+    std::fs::write(
+        &path,
+        "driftEvery = \"2s\"\ndatabase = \"sqlite://elsewhere/never.db\"\n[modules]\nvps = false\n",
+    )
+    .unwrap();
+    // The file turns vps off; --database (from the helper) wins over the file's database.
+    let fleet = Fleet::start(Db::Sqlite, &["--config", path.to_str().unwrap()]).await;
+    fleet
+        .fails("flavor.list", json!({ "tenantId": "root" }), "UNSUPPORTED")
+        .await;
+    assert!(fleet.server.workdir().join("data/fleet.db").exists());
+    assert!(!fleet.server.workdir().join("elsewhere").exists());
+    // A variable wins over the file.
+    let fleet = Fleet::start_env(
+        Db::Sqlite,
+        &["--config", path.to_str().unwrap()],
+        &[("BETTER_COMPUTE_VPS", "true")],
+    )
+    .await;
+    fleet.ok("flavor.list", json!({ "tenantId": "root" })).await;
+}
+
+async fn processes_sharing_a_database_start_together(db: Db) {
+    let first = Fleet::start(db, &[]).await;
+    let database = match db {
+        Db::Sqlite => format!(
+            "sqlite://{}",
+            first.server.workdir().join("data/fleet.db").display()
+        ),
+        Db::Postgres => server_support::fresh_postgres().await,
+    };
+    // Three processes on one fresh database at once: one migrates and bootstraps, and
+    // exactly one administrator key is printed among them.
+    let handles: Vec<_> = (0..3)
+        .map(|_| {
+            let database = database.clone();
+            std::thread::spawn(move || Fleet::start_on(&database, &[], &[]))
+        })
+        .collect();
+    let fleets: Vec<Fleet> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let keys: Vec<&Fleet> = fleets.iter().filter(|f| !f.key.is_empty()).collect();
+    match db {
+        Db::Postgres => assert_eq!(keys.len(), 1, "one bootstrap"),
+        Db::Sqlite => assert!(keys.is_empty(), "the first server bootstrapped already"),
+    }
+    let key = keys
+        .first()
+        .map(|f| f.key.clone())
+        .unwrap_or_else(|| first.key.clone());
+    for fleet in &fleets {
+        fleet.call_as(&key, "tenant.list", json!({})).await.unwrap();
+    }
+}
+both!(shared_database, processes_sharing_a_database_start_together);

@@ -184,6 +184,23 @@ impl Db {
 
     async fn migrate(&self, modules: Modules) -> Result<(), DbError> {
         let mut conn = self.pool.acquire().await?;
+        // Several processes may start at once on one PostgreSQL: one migrates, the others
+        // wait and then find every migration done. (SQLite's BEGIN IMMEDIATE serializes.)
+        if self.backend == Backend::Postgres {
+            conn.execute("SELECT pg_advisory_lock(7245092315)").await?;
+        }
+        let result = self.run_migrations(&mut conn, modules).await;
+        if self.backend == Backend::Postgres {
+            conn.execute("SELECT pg_advisory_unlock(7245092315)").await?;
+        }
+        result
+    }
+
+    async fn run_migrations(
+        &self,
+        conn: &mut AnyConnection,
+        modules: Modules,
+    ) -> Result<(), DbError> {
         conn.execute(
             "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
         )
@@ -193,7 +210,7 @@ impl Db {
                 name: migration.name,
                 source,
             };
-            let mut tx = self.begin_write(&mut conn).await.map_err(err)?;
+            let mut tx = self.begin_write(conn).await.map_err(err)?;
             let done = sqlx::query("SELECT name FROM migrations WHERE name = $1")
                 .bind(migration.name)
                 .fetch_optional(&mut *tx)

@@ -236,9 +236,10 @@ fn millis(d: Duration) -> i64 {
 }
 
 impl Runtime {
-    /// A runtime for `reconcilers`, with a fresh worker id. Two variables exist for tests of
-    /// the queue itself: `BETTER_COMPUTE_RECONCILER_LEASE_MS` (the lease, 30 s by default)
-    /// and `BETTER_COMPUTE_RECONCILER_DELAY_MS` (a pause inside every run, holding the key).
+    /// A runtime for `reconcilers`, with a fresh worker id. Variables for tests of the queue
+    /// itself: `BETTER_COMPUTE_RECONCILER_LEASE_MS` (the lease, 30 s by default),
+    /// `BETTER_COMPUTE_RECONCILER_DELAY_MS` (a pause inside every run, holding the key) and
+    /// `BETTER_COMPUTE_RECONCILER_CONCURRENCY` (keys worked at once, 8 by default).
     pub fn new(reconcilers: Vec<Arc<dyn Reconciler>>) -> Runtime {
         let ms = |name: &str| {
             std::env::var(name)
@@ -254,7 +255,11 @@ impl Runtime {
             lease: ms("BETTER_COMPUTE_RECONCILER_LEASE_MS")
                 .filter(|d| *d >= Duration::from_millis(30))
                 .unwrap_or(Duration::from_secs(30)),
-            concurrency: 8,
+            concurrency: std::env::var("BETTER_COMPUTE_RECONCILER_CONCURRENCY")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(8),
             delay: ms("BETTER_COMPUTE_RECONCILER_DELAY_MS").unwrap_or_default(),
             runs: std::sync::Mutex::new(std::collections::VecDeque::new()),
         }
