@@ -18,6 +18,7 @@ pub mod canonical;
 pub mod document;
 pub mod export;
 pub mod fleet;
+mod hash;
 pub mod ids;
 pub mod plan;
 pub mod schema;

@@ -10,10 +10,11 @@ use crate::document::{
     Document, Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate,
     Site, SiteKind, Warm,
 };
+use crate::hash::{HashMap, HashSet};
 use serde::Serialize;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 /// One problem: where (`pools[0].offers[1].quota.vcpu`) and what, in a sentence.
@@ -677,7 +678,7 @@ impl Walker {
     }
 
     fn sites(&mut self, node: Node<'_>) -> Option<Vec<Site>> {
-        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut names: HashMap<String, usize> = HashMap::default();
         self.list(node, |w, i, node| {
             let (mut name, mut kind, mut region) = (Field::Absent, Field::Absent, Field::Absent);
             let fields = &["name", "kind", "region"];
@@ -710,7 +711,7 @@ impl Walker {
     }
 
     fn provider_accounts(&mut self, node: Node<'_>) -> Option<Vec<ProviderAccount>> {
-        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut names: HashMap<String, usize> = HashMap::default();
         self.list(node, |w, i, node| {
             let (mut name, mut provider, mut config) =
                 (Field::Absent, Field::Absent, Field::Absent);
@@ -750,7 +751,7 @@ impl Walker {
     }
 
     fn pools(&mut self, node: Node<'_>) -> Option<Vec<Pool>> {
-        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut names: HashMap<String, usize> = HashMap::default();
         self.list(node, |w, i, node| {
             let mut name = Field::Absent;
             let mut site = Field::Absent;
@@ -854,7 +855,7 @@ impl Walker {
     }
 
     fn offers(&mut self, node: Node<'_>) -> Option<Vec<Offer>> {
-        let mut tenants: HashMap<String, usize> = HashMap::new();
+        let mut tenants: HashMap<String, usize> = HashMap::default();
         self.list(node, |w, i, node| {
             let (mut tenant, mut quota, mut priority) =
                 (Field::Absent, Field::Absent, Field::Absent);
@@ -886,7 +887,7 @@ impl Walker {
     }
 
     fn flavors(&mut self, node: Node<'_>) -> Option<Vec<Flavor>> {
-        let mut keys: HashMap<String, usize> = HashMap::new();
+        let mut keys: HashMap<String, usize> = HashMap::default();
         self.list(node, |w, i, node| {
             let mut pool = Field::Absent;
             let mut name = Field::Absent;
@@ -931,7 +932,7 @@ impl Walker {
     }
 
     fn templates(&mut self, node: Node<'_>) -> Option<Vec<SandboxTemplate>> {
-        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut names: HashMap<String, usize> = HashMap::default();
         self.list(node, |w, i, node| {
             let mut name = Field::Absent;
             let mut pool = Field::Absent;

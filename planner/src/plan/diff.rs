@@ -13,10 +13,11 @@ use crate::calls::{
 };
 use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTemplate, Site};
 use crate::export::{Export, Kind, ObjectRef, Section};
+use crate::hash::{HashMap, HashSet};
 use crate::ids;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 /// The reason every prune delete carries.
 pub const PRUNE_REASON: &str = "not in the document (prune)";
@@ -142,8 +143,8 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn new(doc: &'a Document, ex: &'a Export, options: PlanOptions) -> Self {
-        let mut objects = HashMap::with_capacity(ex.objects.len());
-        let mut by_id = HashMap::new();
+        let mut objects = HashMap::with_capacity_and_hasher(ex.objects.len(), Default::default());
+        let mut by_id = HashMap::default();
         for object in &ex.objects {
             objects.insert((object.kind, object.name.as_str()), object);
             if let Some(id) = &object.id {
@@ -175,12 +176,12 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|t| (t.name.as_str(), t))
                 .collect(),
-            cur_flavors: HashMap::new(),
-            site_ids: HashMap::new(),
-            account_ids: HashMap::new(),
-            pool_ids: HashMap::new(),
-            flavor_ids: HashMap::new(),
-            matched: HashSet::new(),
+            cur_flavors: HashMap::default(),
+            site_ids: HashMap::default(),
+            account_ids: HashMap::default(),
+            pool_ids: HashMap::default(),
+            flavor_ids: HashMap::default(),
+            matched: HashSet::default(),
             changes: Vec::new(),
             calls: Vec::new(),
         };
@@ -474,15 +475,18 @@ impl<'a> Planner<'a> {
                         let mut diff = Diff::default();
                         diff.fixed("provider", &cur.provider, &a.provider);
                         diff.field("config", &cur.config, &a.config);
-                        let call = Call::ProviderAccountUpdate(ProviderAccountUpdate {
-                            tenant_id: self.tenant.to_owned(),
-                            id: self.existing_id(Kind::ProviderAccount, existing),
-                            if_revision: self
-                                .revision(Kind::ProviderAccount, existing)
-                                .unwrap_or(0),
-                            config: a.config.clone(),
+                        // Unchanged items need no call: build it only when something differs.
+                        let call = (!diff.is_empty()).then(|| {
+                            Call::ProviderAccountUpdate(ProviderAccountUpdate {
+                                tenant_id: self.tenant.to_owned(),
+                                id: self.existing_id(Kind::ProviderAccount, existing),
+                                if_revision: self
+                                    .revision(Kind::ProviderAccount, existing)
+                                    .unwrap_or(0),
+                                config: a.config.clone(),
+                            })
                         });
-                        let call = Some((step::PROVIDER_ACCOUNT_WRITE, call));
+                        let call = call.map(|call| (step::PROVIDER_ACCOUNT_WRITE, call));
                         self.update_or_unchanged(
                             Kind::ProviderAccount,
                             a.name.clone(),
@@ -500,7 +504,7 @@ impl<'a> Planner<'a> {
                 Some(pools) => pools.as_slice(),
                 None => slice(&self.ex.config.pools),
             };
-            let mut users: HashMap<String, &str> = HashMap::new();
+            let mut users: HashMap<String, &str> = HashMap::default();
             for p in remaining {
                 if let Some(account) = &p.provider_account
                     && let Some(id) = self.account_ids.get(account.as_str())
@@ -560,7 +564,7 @@ impl<'a> Planner<'a> {
             Some(templates) => templates.as_slice(),
             None => slice(&self.ex.config.sandbox_templates),
         };
-        let mut users: HashMap<String, String> = HashMap::new();
+        let mut users: HashMap<String, String> = HashMap::default();
         let mut use_pool = |pool_id: Option<&String>, user: String| {
             if let Some(id) = pool_id {
                 let entry = users.entry(id.clone()).or_insert_with(|| user.clone());
@@ -663,13 +667,16 @@ impl<'a> Planner<'a> {
                     );
                 }
                 diff.field("policy", &cur.policy, &p.policy);
-                let call = Call::PoolUpdate(PoolUpdate {
-                    tenant_id: self.tenant.to_owned(),
-                    id: pool_id.clone(),
-                    if_revision: self.revision(Kind::Pool, existing).unwrap_or(0),
-                    policy: p.policy.clone(),
+                // Unchanged items need no call: build it only when something differs.
+                let call = (!diff.is_empty()).then(|| {
+                    Call::PoolUpdate(PoolUpdate {
+                        tenant_id: self.tenant.to_owned(),
+                        id: pool_id.clone(),
+                        if_revision: self.revision(Kind::Pool, existing).unwrap_or(0),
+                        policy: p.policy.clone(),
+                    })
                 });
-                let call = Some((step::POOL_UPDATE_QUOTA, call));
+                let call = call.map(|call| (step::POOL_UPDATE_QUOTA, call));
                 self.update_or_unchanged(Kind::Pool, p.name.clone(), diff, notes, call);
                 Some((existing, cur))
             }
@@ -710,20 +717,23 @@ impl<'a> Planner<'a> {
         let step = step::POOL_UPDATE_QUOTA;
         for (resource, max) in quota {
             let name = format!("{}:{resource}", p.name);
-            let call = Some((step, set(self, resource, Some(*max))));
             match cur_quota.get(resource) {
-                None => self.record(
-                    Kind::OwnerQuota,
-                    name,
-                    Action::Create,
-                    None,
-                    vec![],
-                    None,
-                    call,
-                ),
+                None => {
+                    let call = Some((step, set(self, resource, Some(*max))));
+                    self.record(
+                        Kind::OwnerQuota,
+                        name,
+                        Action::Create,
+                        None,
+                        vec![],
+                        None,
+                        call,
+                    )
+                }
                 Some(before) => {
                     let mut diff = Diff::default();
                     diff.field("max", before, max);
+                    let call = (!diff.is_empty()).then(|| (step, set(self, resource, Some(*max))));
                     self.update_or_unchanged(Kind::OwnerQuota, name, diff, vec![], call);
                 }
             }
@@ -752,7 +762,7 @@ impl<'a> Planner<'a> {
         };
         let by_tenant: HashMap<&str, &Offer> =
             cur_offers.iter().map(|o| (o.tenant.as_str(), o)).collect();
-        let mut wanted = HashSet::new();
+        let mut wanted = HashSet::default();
         for o in offers {
             wanted.insert(o.tenant.as_str());
             let name = format!("{} -> {}", p.name, o.tenant);
@@ -763,23 +773,30 @@ impl<'a> Planner<'a> {
                 notes.push(format!("unknown tenant \"{}\"", o.tenant));
             }
             let existing = by_tenant.get(o.tenant.as_str());
-            let revision = existing
-                .and_then(|_| self.revision(Kind::Offer, &format!("{cur_name} -> {}", o.tenant)));
-            let call = Call::PoolOffer(PoolOffer {
-                tenant_id: self.tenant.to_owned(),
-                pool_id: pool_id.to_owned(),
-                tenant: o.tenant.clone(),
-                quota: o.quota.clone(),
-                priority: o.priority,
-                if_revision: revision,
-            });
-            let call = Some((step::OFFER, call));
+            let call = |planner: &Self| {
+                let revision = existing.and_then(|_| {
+                    planner.revision(Kind::Offer, &format!("{cur_name} -> {}", o.tenant))
+                });
+                let call = Call::PoolOffer(PoolOffer {
+                    tenant_id: planner.tenant.to_owned(),
+                    pool_id: pool_id.to_owned(),
+                    tenant: o.tenant.clone(),
+                    quota: o.quota.clone(),
+                    priority: o.priority,
+                    if_revision: revision,
+                });
+                (step::OFFER, call)
+            };
             match existing {
-                None => self.record(Kind::Offer, name, Action::Create, None, notes, None, call),
+                None => {
+                    let call = Some(call(self));
+                    self.record(Kind::Offer, name, Action::Create, None, notes, None, call)
+                }
                 Some(before) => {
                     let mut diff = Diff::default();
                     diff.field("quota", &before.quota, &o.quota);
                     diff.field("priority", &before.priority, &o.priority);
+                    let call = (!diff.is_empty()).then(|| call(self));
                     self.update_or_unchanged(Kind::Offer, name, diff, notes, call);
                 }
             }
@@ -813,7 +830,7 @@ impl<'a> Planner<'a> {
 
     fn flavors(&mut self) {
         let missing = self.missing(Section::Flavors);
-        let mut matched: HashSet<(&str, &str)> = HashSet::new();
+        let mut matched: HashSet<(&str, &str)> = HashSet::default();
         for f in slice(&self.doc.flavors) {
             let name = format!("{}/{}", f.pool, f.name);
             let pool_id = self.pool_ids.get(f.pool.as_str()).cloned();
@@ -851,16 +868,19 @@ impl<'a> Planner<'a> {
                     diff.field("memoryGiB", &cur.memory_gib, &f.memory_gib);
                     diff.field("diskGiB", &cur.disk_gib, &f.disk_gib);
                     diff.field("gpu", &cur.gpu, &f.gpu);
-                    let call = Call::FlavorUpdate(FlavorUpdate {
-                        tenant_id: self.tenant.to_owned(),
-                        id: self.existing_id(Kind::Flavor, &cur_name),
-                        if_revision: self.revision(Kind::Flavor, &cur_name).unwrap_or(0),
-                        vcpu: f.vcpu,
-                        memory_gib: f.memory_gib,
-                        disk_gib: f.disk_gib,
-                        gpu: f.gpu,
+                    // Unchanged items need no call: build it only when something differs.
+                    let call = (!diff.is_empty()).then(|| {
+                        Call::FlavorUpdate(FlavorUpdate {
+                            tenant_id: self.tenant.to_owned(),
+                            id: self.existing_id(Kind::Flavor, &cur_name),
+                            if_revision: self.revision(Kind::Flavor, &cur_name).unwrap_or(0),
+                            vcpu: f.vcpu,
+                            memory_gib: f.memory_gib,
+                            disk_gib: f.disk_gib,
+                            gpu: f.gpu,
+                        })
                     });
-                    let call = Some((step::FLAVOR_WRITE, call));
+                    let call = call.map(|call| (step::FLAVOR_WRITE, call));
                     self.update_or_unchanged(Kind::Flavor, name, diff, notes, call);
                 }
             }
@@ -961,17 +981,22 @@ impl<'a> Planner<'a> {
                     }
                     diff.field("network", &cur.network, &t.network);
                     diff.field("warm", &cur.warm, &t.warm);
-                    let call = Call::SandboxTemplateUpdate(SandboxTemplateUpdate {
-                        tenant_id: self.tenant.to_owned(),
-                        id: self.existing_id(Kind::SandboxTemplate, existing),
-                        if_revision: self.revision(Kind::SandboxTemplate, existing).unwrap_or(0),
-                        flavor_id,
-                        image_id: t.image_id.clone(),
-                        env: t.env.clone(),
-                        network: t.network,
-                        warm: t.warm,
+                    // Unchanged items need no call: build it only when something differs.
+                    let call = (!diff.is_empty()).then(|| {
+                        Call::SandboxTemplateUpdate(SandboxTemplateUpdate {
+                            tenant_id: self.tenant.to_owned(),
+                            id: self.existing_id(Kind::SandboxTemplate, existing),
+                            if_revision: self
+                                .revision(Kind::SandboxTemplate, existing)
+                                .unwrap_or(0),
+                            flavor_id,
+                            image_id: t.image_id.clone(),
+                            env: t.env.clone(),
+                            network: t.network,
+                            warm: t.warm,
+                        })
                     });
-                    let call = Some((step::TEMPLATE_WRITE, call));
+                    let call = call.map(|call| (step::TEMPLATE_WRITE, call));
                     self.update_or_unchanged(
                         Kind::SandboxTemplate,
                         t.name.clone(),
@@ -1011,7 +1036,7 @@ impl<'a> Planner<'a> {
 
     fn finish(self) -> Plan {
         let mut changes = self.changes;
-        changes.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        changes.sort_unstable_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
         let mut calls = self.calls;
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
         let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();
