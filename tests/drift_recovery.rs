@@ -1,0 +1,399 @@
+//! Drift and deliveries when things go wrong, with real processes, real time made short and
+//! a real receiver on loopback: a receiver down at first, a server killed between an event and
+//! its delivery, a key held by a killed process (its lease runs out), a tenant whose check
+//! fails, an endpoint that keeps failing, and two server processes sharing one PostgreSQL.
+
+mod common;
+mod drift_support;
+mod server_support;
+
+use common::TempDir;
+use drift_support::{
+    Receiver, apply, document, edit_pool, event_types, events, status, two_more_checks, until,
+    verify,
+};
+use serde_json::{Value, json};
+use server_support::{Db, Fleet, fresh_postgres};
+use std::collections::BTreeMap;
+
+const FAST: &[&str] = &["--drift-every", "300ms", "--webhook-allow-private"];
+
+/// The server's database URL as seen from the test (a relative SQLite path lives in the
+/// server's working folder).
+fn database_url(fleet: &Fleet) -> String {
+    match fleet.database.strip_prefix("sqlite://") {
+        Some(path) if !path.starts_with('/') => {
+            format!("sqlite://{}", fleet.server.workdir().join(path).display())
+        }
+        _ => fleet.database.clone(),
+    }
+}
+
+async fn reconciler_status(fleet: &Fleet) -> Value {
+    fleet.ok("reconciler.status", json!({ "runs": true })).await
+}
+
+/// A loopback port nothing listens on (yet).
+fn closed_port() -> u16 {
+    common::free_port()
+}
+
+async fn deliveries(fleet: &Fleet, id: &str) -> Vec<Value> {
+    fleet
+        .ok(
+            "webhook.deliveries",
+            json!({ "tenantId": "root", "id": id }),
+        )
+        .await["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_down_across_a_server_restart_still_gets_the_event() {
+    let dir = TempDir::new("drift-restart");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/ok");
+    // A short lease, so a key the killed process held is soon free again.
+    let env = [("BETTER_COMPUTE_RECONCILER_LEASE_MS", "1000")];
+
+    let first = Fleet::start_on(&database, FAST, &env);
+    let key = first.key.clone();
+    let hook = first
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": url, "events": ["fleet.drifted"] }),
+        )
+        .await;
+    let (id, secret) = (
+        hook["id"].as_str().unwrap().to_string(),
+        hook["secret"].as_str().unwrap().to_string(),
+    );
+    apply(&first, "root", &document(0.1)).await;
+    edit_pool(&first, "root", 0.5).await;
+    let checked = first.ok("fleet.check", json!({ "tenantId": "root" })).await;
+    assert!(checked["drift"].is_object(), "{checked}");
+    let event = events(&first, "root").await[0].clone();
+    assert_eq!(event["type"], "fleet.drifted");
+
+    // The receiver is down: attempts fail and are recorded; the delivery stays pending.
+    let failed = until("a failed attempt", || async {
+        let d = deliveries(&first, &id).await;
+        (d.len() == 1 && d[0]["attempts"].as_i64().unwrap() >= 1).then(|| d[0].clone())
+    })
+    .await;
+    assert_eq!(failed["status"], "pending", "{failed}");
+    assert!(
+        failed["log"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("onnect"),
+        "{failed}"
+    );
+    assert!(failed["log"][0].get("status").is_none());
+
+    // The server dies before delivering; the receiver comes up; a new server starts.
+    drop(first);
+    let receiver = Receiver::start_on(port).await;
+    let mut second = Fleet::start_on(&database, FAST, &env);
+    second.key = key;
+
+    let got = receiver.wait_for("ok", 1).await;
+    assert_eq!(got[0].header("webhook-id"), event["id"].as_str().unwrap());
+    let payload = verify(&secret, &got[0]).expect("the signature verifies");
+    assert_eq!(payload["data"], event["data"]);
+    let done = until("the delivery succeeded", || async {
+        let d = deliveries(&second, &id).await;
+        (d[0]["status"] == "succeeded").then(|| d[0].clone())
+    })
+    .await;
+    let log = done["log"].as_array().unwrap();
+    assert!(log.len() >= 2, "{done}");
+    assert_eq!(log.last().unwrap()["status"], 200);
+    assert!(
+        log[..log.len() - 1]
+            .iter()
+            .all(|a| a.get("error").is_some())
+    );
+    // Exactly one event, delivered once (give a late duplicate a chance to show).
+    two_more_checks(&second, "root").await;
+    assert_eq!(receiver.got("ok").len(), 1);
+    assert_eq!(event_types(&second, "root").await, ["fleet.drifted"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_held_by_a_killed_process_is_worked_after_its_lease() {
+    let dir = TempDir::new("drift-lease");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    // Every run of the first process pauses a minute, holding its key.
+    let first = Fleet::start_on(
+        &database,
+        FAST,
+        &[
+            ("BETTER_COMPUTE_RECONCILER_LEASE_MS", "1000"),
+            ("BETTER_COMPUTE_RECONCILER_DELAY_MS", "60000"),
+        ],
+    );
+    let key = first.key.clone();
+    apply(&first, "root", &document(0.1)).await;
+    let worker = reconciler_status(&first).await["workerId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // fleet.check claims tenant:root and hangs in the pause: send it and let it hang.
+    let url = first.server.url("/api/fleet.check");
+    let client = first.client().clone();
+    let bearer = key.clone();
+    let hanging = tokio::spawn(async move {
+        client
+            .post(url)
+            .bearer_auth(bearer)
+            .json(&json!({ "tenantId": "root" }))
+            .send()
+            .await
+    });
+    until("tenant:root held by the first process", || async {
+        let s = reconciler_status(&first).await;
+        s["queue"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["key"] == "tenant:root" && k["claimedBy"] == worker.as_str())
+            .then_some(())
+    })
+    .await;
+    assert!(
+        status(&first, "root").await["applied"]
+            .get("checkedAt")
+            .is_none()
+    );
+
+    // It dies mid-key; another process takes the key once the lease runs out.
+    drop(first);
+    assert!(
+        hanging.await.unwrap().is_err(),
+        "the hanging call died with its server"
+    );
+    let mut second = Fleet::start_on(&database, FAST, &[]);
+    second.key = key;
+    let s = until("tenant:root checked by the second process", || async {
+        let s = status(&second, "root").await;
+        s["applied"].get("checkedAt").is_some().then_some(s)
+    })
+    .await;
+    assert!(s.get("drift").is_none(), "{s}");
+    let rs = reconciler_status(&second).await;
+    assert!(
+        rs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["key"] == "tenant:root" && r["outcome"] == "done"),
+        "{rs}"
+    );
+    assert!(
+        rs["queue"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["claimedBy"] != worker.as_str()),
+        "{rs}"
+    );
+}
+
+async fn a_failing_tenant_does_not_stop_another(db: Db) {
+    let fleet = Fleet::start(db, FAST).await;
+    for tenant in ["acme", "globex"] {
+        fleet.ok("tenant.create", json!({ "id": tenant })).await;
+    }
+    for tenant in ["root", "acme", "globex"] {
+        apply(&fleet, tenant, &document(0.1)).await;
+    }
+    // root's stored document no longer validates (as after an incompatible upgrade).
+    drift_support::sql(
+        &database_url(&fleet),
+        r#"UPDATE fleet_applied SET document = '{"version": 2}' WHERE tenant_id = 'root'"#,
+    )
+    .await;
+    let s = until("root's check failure in its status", || async {
+        let s = status(&fleet, "root").await;
+        s.get("error").is_some().then_some(s)
+    })
+    .await;
+    let message = s["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the applied document no longer validates"),
+        "{s}"
+    );
+    assert!(s["error"]["at"].is_i64());
+    // The error is on its key too.
+    let rs = reconciler_status(&fleet).await;
+    let key = rs["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "tenant:root")
+        .expect("tenant:root queued for a retry")
+        .clone();
+    assert!(
+        key["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("no longer validates"),
+        "{key}"
+    );
+
+    // The other tenants go on: acme drifts and is reported, globex keeps being checked.
+    edit_pool(&fleet, "acme", 0.9).await;
+    until("acme's drift published", || async {
+        (event_types(&fleet, "acme").await == ["fleet.drifted"]).then_some(())
+    })
+    .await;
+    assert!(status(&fleet, "acme").await["drift"].is_object());
+    two_more_checks(&fleet, "globex").await;
+    assert!(events(&fleet, "root").await.is_empty());
+
+    // fleet.check answers the status with the error, through the same path.
+    let checked = fleet.ok("fleet.check", json!({ "tenantId": "root" })).await;
+    assert!(
+        checked["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no longer validates")
+    );
+    // An apply records a valid document again: the error is gone.
+    apply(&fleet, "root", &document(0.1)).await;
+    let s = two_more_checks(&fleet, "root").await;
+    assert!(s.get("error").is_none() && s.get("drift").is_none(), "{s}");
+}
+
+both!(
+    a_failing_tenant_does_not_stop_another,
+    a_failing_tenant_does_not_stop_another
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_keeps_failing_is_disabled() {
+    let receiver = Receiver::start().await;
+    let fleet = Fleet::start_env(
+        Db::Sqlite,
+        FAST,
+        &[("BETTER_COMPUTE_WEBHOOK_DISABLE_AFTER", "3")],
+    )
+    .await;
+    let hook = fleet
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": receiver.url("fail"), "events": ["*"] }),
+        )
+        .await;
+    let id = hook["id"].as_str().unwrap().to_string();
+    apply(&fleet, "root", &document(0.1)).await;
+    edit_pool(&fleet, "root", 0.5).await;
+    fleet.ok("fleet.check", json!({ "tenantId": "root" })).await;
+    let disabled = until("the endpoint disabled", || async {
+        let list = fleet
+            .ok("webhook.list", json!({ "tenantId": "root" }))
+            .await;
+        let w = list["items"][0].clone();
+        (w["enabled"] == false).then_some(w)
+    })
+    .await;
+    assert_eq!(disabled["disabledReason"], "3 failed attempts in a row");
+    let d = deliveries(&fleet, &id).await;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["status"], "failed");
+    let statuses: Vec<&Value> = d[0]["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["status"])
+        .collect();
+    assert_eq!(statuses, [&json!(500), &json!(500), &json!(500)]);
+    // Retries kept the webhook-id.
+    let got = receiver.got("fail");
+    assert_eq!(got.len(), 3);
+    assert!(
+        got.iter()
+            .all(|r| r.header("webhook-id") == got[0].header("webhook-id"))
+    );
+    // A new event is not delivered to a disabled endpoint.
+    edit_pool(&fleet, "root", 0.1).await;
+    until("fleet.converged", || async {
+        (event_types(&fleet, "root").await.len() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(deliveries(&fleet, &id).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_share_the_keys_without_doing_one_twice() {
+    let database = fresh_postgres().await;
+    // Slow runs, two at a time per process, so the processes must share the keys.
+    let env = [
+        ("BETTER_COMPUTE_RECONCILER_DELAY_MS", "40"),
+        ("BETTER_COMPUTE_RECONCILER_CONCURRENCY", "2"),
+    ];
+    let a = Fleet::start_on(&database, FAST, &env);
+    let mut b = Fleet::start_on(&database, FAST, &env);
+    b.key = a.key.clone();
+    let tenants: Vec<String> = (1..=6).map(|i| format!("t{i}")).collect();
+    for t in &tenants {
+        a.ok("tenant.create", json!({ "id": t })).await;
+        apply(&a, t, &document(0.1)).await;
+    }
+    let runs = until(
+        "every tenant checked three times, by both processes",
+        || async {
+            let mut all = Vec::new();
+            let mut workers = BTreeMap::new();
+            for fleet in [&a, &b] {
+                let s = reconciler_status(fleet).await;
+                let worker = s["workerId"].as_str().unwrap().to_string();
+                for r in s["runs"].as_array().unwrap() {
+                    if r["key"].as_str().unwrap().starts_with("tenant:t") {
+                        *workers.entry(worker.clone()).or_insert(0) += 1;
+                    }
+                    all.push((worker.clone(), r.clone()));
+                }
+            }
+            let per_key = |t: &str| {
+                all.iter()
+                    .filter(|(_, r)| r["key"] == format!("tenant:{t}").as_str())
+                    .count()
+            };
+            (workers.len() == 2 && tenants.iter().all(|t| per_key(t) >= 3)).then_some(all)
+        },
+    )
+    .await;
+    // No key was ever worked by both at once: per key, the runs never overlap in time.
+    let mut by_key: BTreeMap<String, Vec<(i64, i64, String)>> = BTreeMap::new();
+    for (worker, r) in &runs {
+        by_key
+            .entry(r["key"].as_str().unwrap().to_string())
+            .or_default()
+            .push((
+                r["startedAt"].as_i64().unwrap(),
+                r["endedAt"].as_i64().unwrap(),
+                worker.clone(),
+            ));
+    }
+    for (key, mut spans) in by_key {
+        spans.sort();
+        for pair in spans.windows(2) {
+            assert!(
+                pair[0].1 <= pair[1].0,
+                "{key} was worked twice at once: {:?} and {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+    // And the checks found every tenant in line, with nothing published.
+    for t in &tenants {
+        assert!(events(&a, t).await.is_empty());
+        assert!(status(&b, t).await.get("drift").is_none());
+    }
+}
