@@ -1,66 +1,412 @@
-//! The console in real headless Chromium, served by the real binary: the planner runs in the
-//! page as WebAssembly and must compute exactly the planHash the native planner computes.
+//! The console in real headless Chromium, served by the real binary (`--demo`, a fresh SQLite
+//! file): sign in, see drift after a hand edit, validate and plan a document in the page (its
+//! planHash equals the server's `fleet.plan`), get CONFIG_DRIFT explained for a stale plan,
+//! apply, and see the drift cleared. Screenshots of every view land in
+//! `target/console-screenshots/`.
 
 mod common;
 
-use common::{Browser, Server};
+use common::{Browser, Server, TempDir};
 use fantoccini::Locator;
+use serde_json::{Value, json};
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-#[tokio::test]
-async fn the_console_computes_the_native_plan_hash_in_the_browser() {
-    let dist = common::console_dist();
-    let server = Server::start([OsStr::new("--console-dir"), dist.as_os_str()]);
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
+const WAIT: Duration = Duration::from_secs(30);
 
-    // The example call list the page starts with, and the hash it shows for it.
-    let shown = browser
-        .wait()
-        .at_most(Duration::from_secs(30))
-        .for_element(Locator::Css("#plan-hash"))
+/// `POST /api/<method>` as `key`: the status and the JSON answer.
+async fn call(server: &Server, key: &str, method: &str, input: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(server.url(&format!("/api/{method}")))
+        .bearer_auth(key)
+        .json(&input)
+        .send()
         .await
-        .expect("the console rendered no #plan-hash")
-        .text()
-        .await
-        .unwrap();
-    let calls = browser.find(Locator::Css("#calls")).await.unwrap();
-    let text = calls
-        .prop("value")
-        .await
-        .unwrap()
-        .expect("#calls has a value");
-    let example: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert!(
-        example.as_array().is_some_and(|calls| !calls.is_empty()),
-        "{text}"
-    );
-    assert_eq!(shown, planner::PlanHash::of(&example).to_string());
+        .unwrap_or_else(|e| panic!("{method}: {e}"));
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
 
-    // An edit is hashed again in the page; non-ASCII text and an exponent number exercise
-    // the canonical form (RFC 8785 prints 1e21 as 1e+21).
-    let edited = r#"[{"method":"site.create","input":{"tenantId":"acme","region":"zürich","kind":"dedicated","n":1e21}}]"#;
-    calls.clear().await.unwrap();
-    calls.send_keys(edited).await.unwrap();
-    let expected = planner::PlanHash::of(&serde_json::from_str(edited).unwrap()).to_string();
-    assert_ne!(expected, shown);
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// Like [`call`], and the call must succeed.
+async fn ok(server: &Server, key: &str, method: &str, input: Value) -> Value {
+    let (status, body) = call(server, key, method, input).await;
+    assert_eq!(status, 200, "{method} answered {status}: {body}");
+    body
+}
+
+/// The text of the element `css`, once `accept` holds for it.
+async fn wait_text(browser: &Browser, css: &str, accept: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + WAIT;
+    let mut last = String::new();
     loop {
-        // Between keystrokes the text is not JSON and the page shows an error instead.
-        let now = match browser.find(Locator::Css("#plan-hash")).await {
-            Ok(hash) => hash.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        };
-        if now == expected {
-            break;
+        if let Ok(element) = browser.find(Locator::Css(css)).await {
+            // Hidden elements have no rendered text; read textContent instead.
+            if let Ok(Some(text)) = element.prop("textContent").await {
+                if accept(&text) {
+                    return text;
+                }
+                last = text;
+            }
         }
         assert!(
             Instant::now() < deadline,
-            "the page shows {now}, the planner computes {expected}"
+            "{css} never matched; last text: {last:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
 
+/// Waits until `css` exists, and returns it.
+async fn wait_for(browser: &Browser, css: &str) -> fantoccini::elements::Element {
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css} never appeared: {e}"))
+}
+
+async fn click(browser: &Browser, css: &str) {
+    wait_for(browser, css).await.click().await.unwrap();
+}
+
+/// Replaces the editor's text as a paste does (one input event).
+async fn paste(browser: &Browser, text: &str) {
+    wait_for(browser, "#document").await;
+    browser
+        .execute(
+            "const t = document.querySelector('#document'); t.value = arguments[0]; \
+             t.dispatchEvent(new Event('input', { bubbles: true }));",
+            vec![json!(text)],
+        )
+        .await
+        .unwrap();
+}
+
+/// Where the screenshots go (printed, so a person can look).
+fn screenshot_dir() -> PathBuf {
+    let dir = common::workspace_root().join("target/console-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A screenshot of the whole page at `width` (the window grows to the page's height).
+async fn screenshot(browser: &Browser, name: &str, width: u32) {
+    browser.set_window_size(width, 900).await.unwrap();
+    let height = browser
+        .execute("return document.documentElement.scrollHeight;", vec![])
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap_or(900)
+        .clamp(600, 4000) as u32;
+    // The window's frame takes some of its height; add a margin so nothing is cut.
+    browser.set_window_size(width, height + 140).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let png = browser.screenshot().await.unwrap();
+    let path = screenshot_dir().join(format!("{name}.png"));
+    std::fs::write(&path, png).unwrap();
+    browser.set_window_size(1280, 900).await.unwrap();
+}
+
+/// The errors the page logged since [`watch_console`] (panics go to console.error).
+async fn console_errors(browser: &Browser) -> Vec<String> {
+    let errors = browser
+        .execute("return window.__consoleErrors || [];", vec![])
+        .await
+        .unwrap();
+    serde_json::from_value(errors).unwrap_or_default()
+}
+
+async fn watch_console(browser: &Browser) {
+    browser
+        .execute(
+            "window.__consoleErrors = []; const error = console.error; \
+             console.error = (...args) => { window.__consoleErrors.push(args.join(' ')); error(...args); }; \
+             window.addEventListener('error', (e) => window.__consoleErrors.push(String(e.message)));",
+            vec![],
+        )
+        .await
+        .unwrap();
+}
+
+fn pool_ref<'a>(export: &'a Value, name: &str) -> &'a Value {
+    export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "pool" && o["name"] == name)
+        .unwrap_or_else(|| panic!("no pool {name} in {export}"))
+}
+
+#[tokio::test]
+async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
+    let dist = common::console_dist();
+    let keys = TempDir::new("console-key");
+    let key_file = keys.path().join("admin.key");
+    let server = Server::start([
+        OsStr::new("--demo"),
+        OsStr::new("--console-dir"),
+        dist.as_os_str(),
+        OsStr::new("--admin-key-file"),
+        key_file.as_os_str(),
+    ]);
+    let admin = std::fs::read_to_string(&key_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // The baseline: the export applied as is; then a hand edit of a pool's policy.
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let baseline = export["config"].clone();
+    ok(
+        &server,
+        &admin,
+        "fleet.apply",
+        json!({ "tenantId": "root", "config": baseline, "prune": false }),
+    )
+    .await;
+    let pool = pool_ref(&export, "vps-fra");
+    ok(
+        &server,
+        &admin,
+        "pool.update",
+        json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
+                "policy": { "disruptionBudget": 0.35 } }),
+    )
+    .await;
+    let (status, _) = call(
+        &server,
+        &admin,
+        "fleet.check",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let has_check = status == 200;
+
+    // A key of a service account in acme, which is no platform administrator.
+    let sa = ok(
+        &server,
+        &admin,
+        "serviceAccount.create",
+        json!({ "tenantId": "acme", "name": "ci" }),
+    )
+    .await;
+    let outsider = ok(
+        &server,
+        &admin,
+        "apiKey.create",
+        json!({ "tenantId": "acme", "principalId": sa["id"] }),
+    )
+    .await["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    wait_for(&browser, "#api-key").await;
+    watch_console(&browser).await;
+    screenshot(&browser, "1-sign-in", 1280).await;
+
+    // Refusals say why, and the key never lands in the URL.
+    for (key, expected) in [
+        ("bc_not_a_real_key", "does not accept this API key"),
+        (outsider.as_str(), "not a platform administrator"),
+    ] {
+        let input = wait_for(&browser, "#api-key").await;
+        input.clear().await.unwrap();
+        input.send_keys(key).await.unwrap();
+        click(&browser, "#sign-in").await;
+        wait_text(&browser, "#signin-error", |t| t.contains(expected)).await;
+        assert!(!browser.current_url().await.unwrap().as_str().contains(key));
+    }
+    screenshot(&browser, "2-refused", 1280).await;
+
+    // The administrator sees the hand edit as drift.
+    let input = wait_for(&browser, "#api-key").await;
+    input.clear().await.unwrap();
+    input.send_keys(&admin).await.unwrap();
+    click(&browser, "#sign-in").await;
+    wait_for(&browser, "#applied-plan-hash").await;
+    assert!(
+        !browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .contains(&admin)
+    );
+    if !has_check {
+        // An older server without fleet.check: the drift shows after the scheduled check.
+        eprintln!("fleet.check is not served; skipping the drift assertions");
+    } else {
+        let changes = wait_text(&browser, "#drift-changes", |t| t.contains("~ pool vps-fra")).await;
+        assert!(changes.contains("policy"), "{changes}");
+        let applied_at = wait_text(&browser, "#applied-at", |t| t.ends_with("UTC")).await;
+        assert!(applied_at.starts_with("20"), "{applied_at}");
+        let status = ok(
+            &server,
+            &admin,
+            "fleet.status",
+            json!({ "tenantId": "root" }),
+        )
+        .await;
+        let shown = wait_text(&browser, "#applied-plan-hash", |t| !t.is_empty()).await;
+        assert_eq!(shown, status["applied"]["planHash"].as_str().unwrap());
+        // The drift shows before -> after when the server sends them, else the fields.
+        let fields = browser
+            .find_all(Locator::Css("#drift-changes .fields"))
+            .await
+            .unwrap();
+        if !fields.is_empty() {
+            let text = fields[0].text().await.unwrap();
+            assert!(text.contains("0.35"), "{text}");
+        }
+    }
+    screenshot(&browser, "3-drift", 1280).await;
+    screenshot(&browser, "3-drift-tablet", 800).await;
+
+    // The plan view: a document with a mistake shows its path; fixed, it plans in the page.
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    let mut wrong = baseline.clone();
+    let index = wrong["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p["name"] == "vps-fra")
+        .unwrap();
+    wrong["pools"][index]["policy"] = json!({ "disruptionBudget": 1.5 });
+    paste(&browser, &serde_json::to_string_pretty(&wrong).unwrap()).await;
+    let problems = wait_text(&browser, "#problems", |t| t.contains("problem")).await;
+    let path = format!("pools[{index}].policy.disruptionBudget");
+    assert!(problems.contains(&path), "{problems}");
+    assert!(browser.find(Locator::Css("#plan-hash")).await.is_err());
+    assert!(
+        !wait_for(&browser, "#apply")
+            .await
+            .is_enabled()
+            .await
+            .unwrap()
+    );
+    screenshot(&browser, "4-plan-invalid", 1280).await;
+
+    // Fixed (the baseline again): one update, the pool's policy back to the document's.
+    let document = serde_json::to_string_pretty(&baseline).unwrap();
+    paste(&browser, &document).await;
+    wait_for(&browser, "#valid").await;
+    let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
+    assert!(summary.contains("1 to update"), "{summary}");
+    let lines = wait_text(&browser, "#plan-changes", |_| true).await;
+    assert!(lines.contains("~ pool vps-fra (policy)"), "{lines}");
+    let page_hash = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    let server_plan = ok(
+        &server,
+        &admin,
+        "fleet.plan",
+        json!({ "tenantId": "root", "config": baseline, "prune": false }),
+    )
+    .await;
+    assert_eq!(page_hash, server_plan["planHash"].as_str().unwrap());
+    let calls = wait_text(&browser, "#plan-calls", |t| t.contains("pool.update")).await;
+    let calls: Value = serde_json::from_str(&calls).unwrap();
+    assert_eq!(calls, server_plan["calls"]);
+    click(&browser, "#plan-view details.calls summary").await;
+    screenshot(&browser, "5-plan", 1280).await;
+
+    // The fleet moves after the export: the reviewed plan is stale, and the page says so.
+    let now = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let pool = pool_ref(&now, "vps-fra");
+    ok(
+        &server,
+        &admin,
+        "pool.update",
+        json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
+                "policy": { "disruptionBudget": 0.5 } }),
+    )
+    .await;
+    click(&browser, "#apply").await;
+    let confirm = wait_text(&browser, "#confirm-summary", |_| true).await;
+    assert_eq!(confirm, summary.trim());
+    click(&browser, "#confirm-apply").await;
+    let explained = wait_text(&browser, "#config-drift", |_| true).await;
+    assert!(
+        explained.contains("The fleet moved since the export"),
+        "{explained}"
+    );
+    assert!(explained.contains("CONFIG_DRIFT"), "{explained}");
+    screenshot(&browser, "6-config-drift", 1280).await;
+
+    // Refresh and re-plan: the page's new planHash is the server's again; apply it.
+    click(&browser, "#refresh-replan").await;
+    let fresh = ok(
+        &server,
+        &admin,
+        "fleet.plan",
+        json!({ "tenantId": "root", "config": baseline, "prune": false }),
+    )
+    .await;
+    let fresh_hash = fresh["planHash"].as_str().unwrap();
+    assert_ne!(fresh_hash, page_hash);
+    wait_text(&browser, "#plan-hash", |t| t == fresh_hash).await;
+    assert!(browser.find(Locator::Css("#config-drift")).await.is_err());
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    let result = wait_text(&browser, "#apply-result", |_| true).await;
+    assert!(result.contains("1 call ran"), "{result}");
+    assert!(result.contains(fresh_hash), "{result}");
+    screenshot(&browser, "7-applied", 1280).await;
+
+    // The drift view shows the new baseline, and no drift.
+    click(&browser, "#show-drift").await;
+    wait_text(&browser, "#applied-plan-hash", |t| t == fresh_hash).await;
+    if has_check {
+        click(&browser, "#check-now").await;
+        wait_for(&browser, "#in-sync").await;
+        assert!(browser.find(Locator::Css("#drift-changes")).await.is_err());
+        let status = ok(
+            &server,
+            &admin,
+            "fleet.status",
+            json!({ "tenantId": "root" }),
+        )
+        .await;
+        assert!(status.get("drift").is_none(), "{status}");
+        // The timeline (when the server keeps events) has the drift that was seen.
+        if browser.find(Locator::Css("#refresh-events")).await.is_ok() {
+            click(&browser, "#refresh-events").await;
+            wait_text(&browser, "#timeline", |t| t.contains("fleet.drifted")).await;
+        }
+    }
+    screenshot(&browser, "8-drift-cleared", 1280).await;
+
+    // Another tenant that never applied says so.
+    browser
+        .execute(
+            "const s = document.querySelector('#tenant'); s.value = 'globex'; \
+             s.dispatchEvent(new Event('change', { bubbles: true }));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    wait_text(&browser, "#never-applied", |t| t.contains("globex")).await;
+
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    println!("screenshots: {}", screenshot_dir().display());
     browser.close().await;
 }

@@ -1,25 +1,17 @@
 //! The better-compute web console: a Leptos (client-side) app that Trunk builds from the
-//! root `index.html`. The planner crate runs here, in the browser, as WebAssembly.
+//! root `index.html`. The planner crate runs here, in the browser, as WebAssembly: documents
+//! are validated and planned in the page, and only `fleet.apply` sends one to the server.
 
-mod plan_hash;
-
-use leptos::prelude::*;
+mod api;
+mod app;
+mod changes;
+mod drift;
+mod format;
+mod plan;
+mod signin;
+mod state;
 
 fn main() {
     console_error_panic_hook::set_once();
-    mount_to_body(App);
-}
-
-/// The whole console.
-#[component]
-fn App() -> impl IntoView {
-    view! {
-        <header>
-            <h1>"better-compute"</h1>
-            <p>"FleetConfig console"</p>
-        </header>
-        <main>
-            <plan_hash::PlanHashView />
-        </main>
-    }
+    leptos::mount::mount_to_body(app::App);
 }

@@ -1,0 +1,85 @@
+//! How the console writes dates, counts, values and change lines (the CLI's words).
+
+use crate::api::Change;
+use serde_json::Value;
+
+/// Unix milliseconds as `2026-11-29 18:42:50 UTC` (always UTC, so every reader agrees).
+pub fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// The seed's counts line: `2 to create, 2 to update, 0 to delete, 5 unchanged.`
+pub fn summary_line(summary: &planner::Summary) -> String {
+    format!(
+        "{} to create, {} to update, {} to delete, {} unchanged.",
+        summary.create, summary.update, summary.delete, summary.unchanged
+    )
+}
+
+/// The CLI's line of a change: `~ pool vps-fra (policy)`, `+ offer vps-fra -> globex`.
+pub fn change_line(change: &Change) -> String {
+    let symbol = match (change.action.as_str(), change.blocked) {
+        ("create", _) => "+",
+        ("update", _) => "~",
+        ("delete", _) => "-",
+        (_, true) => "!",
+        _ => "=",
+    };
+    let mut line = format!("{symbol} {} {}", change.kind, change.name);
+    if change.action == "update" && !change.fields.is_empty() {
+        line.push_str(&format!(" ({})", change.fields.join(", ")));
+    }
+    line
+}
+
+/// A heading for the changes of one kind.
+pub fn kind_title(kind: &str) -> &'static str {
+    match kind {
+        "site" => "Sites",
+        "providerAccount" => "Provider accounts",
+        "pool" => "Pools",
+        "ownerQuota" => "Owner quotas",
+        "offer" => "Offers",
+        "flavor" => "Flavors",
+        "sandboxTemplate" => "Sandbox templates",
+        _ => "Other",
+    }
+}
+
+/// A field's value, compact; `none` when the side does not have it.
+pub fn value(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "none".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_790_251_200_000), "2026-09-24 12:00:00 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+}

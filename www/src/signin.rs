@@ -1,0 +1,101 @@
+//! Signing in with an API key, and the refusal shown for a key that is not a platform
+//! administrator's.
+
+use crate::api::{self, ApiError};
+use crate::state::Console;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+/// What a refusal means, in words for the person holding the key.
+fn refusal_text(error: &ApiError) -> &'static str {
+    if error.code == "UNAUTHENTICATED" {
+        "The server does not accept this API key. Check that you copied all of it and that it \
+         has not been revoked."
+    } else {
+        "This API key is valid, but it is not a platform administrator's. The Fleet drift page \
+         needs compute:fleet:admin in the root tenant: ask a platform administrator for a key \
+         that holds it."
+    }
+}
+
+/// The sign-in form. The key is checked with `fleet.status` of the root tenant before the
+/// session starts, so a refused key never reaches an empty page.
+#[component]
+pub fn SignIn() -> impl IntoView {
+    let console = expect_context::<Console>();
+    let key = RwSignal::new(String::new());
+    let pending = RwSignal::new(false);
+    let error = RwSignal::new(None::<ApiError>);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let candidate = key.get_untracked().trim().to_owned();
+        if candidate.is_empty() || pending.get_untracked() {
+            return;
+        }
+        pending.set(true);
+        error.set(None);
+        spawn_local(async move {
+            let answer = api::fleet_status(&candidate, "root").await;
+            pending.set(false);
+            match answer {
+                Ok(_) => console.sign_in(candidate),
+                Err(e) => error.set(Some(e)),
+            }
+        });
+    };
+    view! {
+        <section class="card signin" aria-labelledby="signin-title">
+            <h2 id="signin-title">"Sign in"</h2>
+            <p class="muted">
+                "Use a platform administrator's API key. It is kept in this tab only, until you sign out or close it."
+            </p>
+            <form on:submit=submit>
+                <label for="api-key">"API key"</label>
+                <input
+                    id="api-key"
+                    type="password"
+                    autocomplete="off"
+                    spellcheck="false"
+                    placeholder="bc_…"
+                    required
+                    prop:value=move || key.get()
+                    on:input=move |ev| key.set(event_target_value(&ev))
+                />
+                <button id="sign-in" type="submit" disabled=move || pending.get()>
+                    {move || if pending.get() { "Checking…" } else { "Sign in" }}
+                </button>
+            </form>
+            {move || {
+                error
+                    .get()
+                    .map(|e| {
+                        let text = if e.is_refusal() {
+                            refusal_text(&e).to_owned()
+                        } else {
+                            format!("Could not sign in: {}", e.message)
+                        };
+                        view! {
+                            <div id="signin-error" class="alert error" role="alert">
+                                <p>{text}</p>
+                                <p class="small"><code>{e.code.clone()}</code> " " {e.message.clone()}</p>
+                            </div>
+                        }
+                    })
+            }}
+        </section>
+    }
+}
+
+/// Shown instead of the views when the server refuses the session's key.
+#[component]
+pub fn Refusal(error: ApiError) -> impl IntoView {
+    let console = expect_context::<Console>();
+    view! {
+        <section id="refusal" class="card alert error" role="alert" aria-labelledby="refusal-title">
+            <h2 id="refusal-title">"Access refused"</h2>
+            <p>{refusal_text(&error)}</p>
+            <p class="small"><code>{error.code.clone()}</code> " " {error.message.clone()}</p>
+            <button type="button" on:click=move |_| console.sign_out()>"Use another key"</button>
+        </section>
+    }
+}

@@ -1,0 +1,215 @@
+//! The console's shared state: the session (API key, tenant) and what the server said about
+//! the tenant, each with its loading state. Views read it from the context and ask it to
+//! refresh; answers to an older request (another tenant, a signed-out key) are dropped.
+
+use crate::api::{self, ApiError};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use std::future::Future;
+
+const KEY_ITEM: &str = "better-compute.apiKey";
+const TENANT_ITEM: &str = "better-compute.tenant";
+
+/// Something fetched: the last value (kept while refreshing, so the layout does not jump),
+/// whether a request is in flight, and the last error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Load<T> {
+    /// The last answer.
+    pub value: Option<T>,
+    /// A request is in flight.
+    pub loading: bool,
+    /// The last request failed.
+    pub error: Option<ApiError>,
+}
+
+impl<T> Default for Load<T> {
+    fn default() -> Self {
+        Load {
+            value: None,
+            loading: false,
+            error: None,
+        }
+    }
+}
+
+/// The console's state, provided as context (`expect_context::<Console>()`).
+#[derive(Clone, Copy)]
+pub struct Console {
+    /// The session's API key (sessionStorage only, never in the URL).
+    pub key: RwSignal<Option<String>>,
+    /// The tenant shown.
+    pub tenant: RwSignal<String>,
+    /// `tenant.list`.
+    pub tenants: RwSignal<Load<Vec<api::Tenant>>>,
+    /// `fleet.status` of the tenant.
+    pub status: RwSignal<Load<api::Status>>,
+    /// `fleet.export` of the tenant.
+    pub export: RwSignal<Load<api::Exported>>,
+    /// `event.list` of the tenant (`None` value and no error: the server has no events).
+    pub events: RwSignal<Load<Vec<api::Event>>>,
+    /// Whether the server has `event.list`.
+    pub events_available: RwSignal<bool>,
+    /// Whether the server has `fleet.check`.
+    pub check_available: RwSignal<bool>,
+    /// The key was refused (not an administrator's, or unknown).
+    pub refused: RwSignal<Option<ApiError>>,
+    generation: StoredValue<u64>,
+}
+
+fn session_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.session_storage().ok().flatten()
+}
+
+impl Console {
+    /// The state, with the session restored from sessionStorage.
+    pub fn new() -> Console {
+        let storage = session_storage();
+        let item = |name| {
+            storage
+                .as_ref()
+                .and_then(|s| s.get_item(name).ok().flatten())
+        };
+        Console {
+            key: RwSignal::new(item(KEY_ITEM).filter(|k| !k.is_empty())),
+            tenant: RwSignal::new(item(TENANT_ITEM).unwrap_or_else(|| "root".to_owned())),
+            tenants: RwSignal::new(Load::default()),
+            status: RwSignal::new(Load::default()),
+            export: RwSignal::new(Load::default()),
+            events: RwSignal::new(Load::default()),
+            events_available: RwSignal::new(true),
+            check_available: RwSignal::new(true),
+            refused: RwSignal::new(None),
+            generation: StoredValue::new(0),
+        }
+    }
+
+    /// Starts a session with `key` (already accepted by the server).
+    pub fn sign_in(self, key: String) {
+        if let Some(storage) = session_storage() {
+            let _ = storage.set_item(KEY_ITEM, &key);
+        }
+        self.refused.set(None);
+        self.key.set(Some(key));
+    }
+
+    /// Ends the session and forgets the key.
+    pub fn sign_out(self) {
+        if let Some(storage) = session_storage() {
+            let _ = storage.remove_item(KEY_ITEM);
+        }
+        self.generation.update_value(|g| *g += 1);
+        self.key.set(None);
+        self.refused.set(None);
+        self.status.set(Load::default());
+        self.export.set(Load::default());
+        self.events.set(Load::default());
+        self.tenants.set(Load::default());
+    }
+
+    /// Shows another tenant.
+    pub fn choose_tenant(self, tenant: String) {
+        if let Some(storage) = session_storage() {
+            let _ = storage.set_item(TENANT_ITEM, &tenant);
+        }
+        self.status.set(Load::default());
+        self.export.set(Load::default());
+        self.events.set(Load::default());
+        self.tenant.set(tenant);
+    }
+
+    /// Fetches everything about the session's tenant (after sign-in or a tenant change).
+    pub fn refresh_all(self) {
+        self.generation.update_value(|g| *g += 1);
+        self.refresh_tenants();
+        self.refresh_status();
+        self.refresh_export();
+        self.refresh_events();
+    }
+
+    /// Runs `fetch` with the session's key and tenant into `target`, unless the session
+    /// changes before it answers. A refusal ends up in `refused`.
+    fn load<T, F, Fut>(self, target: RwSignal<Load<T>>, fetch: F)
+    where
+        T: Send + Sync + 'static,
+        F: FnOnce(String, String) -> Fut + 'static,
+        Fut: Future<Output = Result<T, ApiError>> + 'static,
+    {
+        let Some(key) = self.key.get_untracked() else {
+            return;
+        };
+        let tenant = self.tenant.get_untracked();
+        let generation = self.generation.get_value();
+        target.update(|load| load.loading = true);
+        spawn_local(async move {
+            let answer = fetch(key, tenant).await;
+            if self.generation.try_get_value() != Some(generation) {
+                return;
+            }
+            target.update(|load| {
+                load.loading = false;
+                match answer {
+                    Ok(value) => {
+                        load.value = Some(value);
+                        load.error = None;
+                    }
+                    Err(error) => {
+                        if error.is_refusal() {
+                            self.refused.set(Some(error.clone()));
+                        }
+                        load.error = Some(error);
+                    }
+                }
+            });
+        });
+    }
+
+    /// `tenant.list`.
+    pub fn refresh_tenants(self) {
+        self.load(self.tenants, |key, _| async move {
+            api::tenant_list(&key).await
+        });
+    }
+
+    /// `fleet.status`.
+    pub fn refresh_status(self) {
+        self.load(self.status, |key, tenant| async move {
+            api::fleet_status(&key, &tenant).await
+        });
+    }
+
+    /// `fleet.export`.
+    pub fn refresh_export(self) {
+        self.load(self.export, |key, tenant| async move {
+            api::fleet_export(&key, &tenant).await
+        });
+    }
+
+    /// `event.list`; an older server without it hides the timeline.
+    pub fn refresh_events(self) {
+        let available = self.events_available;
+        self.load(self.events, move |key, tenant| async move {
+            let answer = api::fleet_events(&key, &tenant).await;
+            if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
+                available.set(false);
+            }
+            answer
+        });
+    }
+
+    /// `fleet.check`: the drift check now; its answer is the new status.
+    pub fn check_now(self) {
+        let available = self.check_available;
+        let events = self;
+        self.load(self.status, move |key, tenant| async move {
+            let answer = api::fleet_check(&key, &tenant).await;
+            if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
+                available.set(false);
+                return api::fleet_status(&key, &tenant).await;
+            }
+            if answer.is_ok() {
+                events.refresh_events();
+            }
+            answer
+        });
+    }
+}
