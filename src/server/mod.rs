@@ -251,12 +251,17 @@ pub struct AppState {
 
 /// Runs the server until interrupted.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // Structured logs: one JSON object per line for log collectors, text for people.
+    if std::env::var("BETTER_COMPUTE_LOG_FORMAT").as_deref() == Ok("json") {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
     let config = Config::resolve(args)?;
     tokio::runtime::Runtime::new()?.block_on(serve(config))
 }
