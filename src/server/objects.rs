@@ -15,7 +15,7 @@ use planner::export::Kind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row as _, any::AnyRow};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// What a call did: its answer and the id of the object it touched.
 pub struct Outcome {
@@ -408,7 +408,13 @@ async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Value, ApiErr
         }
         _ => {
             let row = load_pools(tx, "id = $1", &[id]).await?.remove(0);
-            pool_value(tx, &row).await?
+            let quotas = load_quotas(tx, "pool_id = $1", &[id]).await?;
+            let offers = load_offers(tx, "pool_id = $1", &[id]).await?;
+            pool_value(
+                &row,
+                &quotas.iter().collect::<Vec<_>>(),
+                &offers.iter().collect::<Vec<_>>(),
+            )
         }
     })
 }
@@ -1188,14 +1194,14 @@ fn site_value(s: &SiteRow) -> Value {
     json!({ "id": s.id, "tenantId": s.tenant_id, "kind": s.kind, "region": s.region, "revision": s.revision })
 }
 
-async fn pool_value(conn: &mut AnyConnection, p: &PoolRow) -> Result<Value, ApiError> {
-    let quotas = load_quotas(conn, "pool_id = $1", &[&p.id]).await?;
-    let offers = load_offers(conn, "pool_id = $1", &[&p.id]).await?;
+/// A pool as answered, with its owner quota entries and offers.
+fn pool_value(p: &PoolRow, quotas: &[&QuotaRow], offers: &[&OfferRow]) -> Value {
+    let (quotas, offers) = (quotas.iter(), offers.iter());
     let mut v = json!({
         "id": p.id, "tenantId": p.tenant_id, "siteId": p.site_id, "class": p.class,
         "revision": p.revision, "archived": p.archived,
-        "ownerQuota": quotas.iter().map(|q| json!({ "resource": q.resource, "max": q.max, "revision": q.revision })).collect::<Vec<_>>(),
-        "offers": offers.iter().map(|o| {
+        "ownerQuota": quotas.map(|q| json!({ "resource": q.resource, "max": q.max, "revision": q.revision })).collect::<Vec<_>>(),
+        "offers": offers.map(|o| {
             let mut v = json!({ "tenant": o.tenant_id, "quota": o.quota, "revision": o.revision });
             if let Some(p) = o.priority { v["priority"] = json!(p); }
             v
@@ -1210,7 +1216,7 @@ async fn pool_value(conn: &mut AnyConnection, p: &PoolRow) -> Result<Value, ApiE
     if let Some(pol) = &p.policy {
         v["policy"] = json!(pol);
     }
-    Ok(v)
+    v
 }
 
 fn account_value(a: &AccountRow) -> Value {
@@ -1297,12 +1303,27 @@ pub async fn read(
             .map(site_value)
             .collect(),
         "pool" => {
+            // Three queries, whatever the number of pools.
             let filter = format!("{filter} AND archived = 0");
-            let mut out = Vec::new();
-            for p in load_pools(conn, &filter, &args).await? {
-                out.push(pool_value(conn, &p).await?);
+            let pools = load_pools(conn, &filter, &args).await?;
+            let inner = format!("pool_id IN (SELECT id FROM pools WHERE {filter})");
+            let quotas = load_quotas(conn, &inner, &args).await?;
+            let offers = load_offers(conn, &inner, &args).await?;
+            let mut by_pool: HashMap<&str, (Vec<&QuotaRow>, Vec<&OfferRow>)> = HashMap::new();
+            for q in &quotas {
+                by_pool.entry(&q.pool_id).or_default().0.push(q);
             }
-            out
+            for o in &offers {
+                by_pool.entry(&o.pool_id).or_default().1.push(o);
+            }
+            let none = (Vec::new(), Vec::new());
+            pools
+                .iter()
+                .map(|p| {
+                    let (q, o) = by_pool.get(p.id.as_str()).unwrap_or(&none);
+                    pool_value(p, q, o)
+                })
+                .collect()
         }
         "providerAccount" => load_accounts(conn, filter, &args)
             .await?
