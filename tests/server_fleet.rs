@@ -629,3 +629,69 @@ both!(
     database_error,
     database_error_mid_apply_is_internal_and_rolls_back
 );
+
+async fn deployments_without_a_module_block_its_kinds(db: Db) {
+    let fleet = fleet_with_acme(db, &["--sandboxes", "false"]).await;
+    let plan = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    assert_eq!(plan["summary"]["blocked"], true);
+    let template = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "sandboxTemplate")
+        .unwrap();
+    assert_eq!(template["blocked"], true);
+    assert_eq!(
+        template["note"],
+        "this deployment does not run sandboxes (vps v0.5)"
+    );
+    let refused = fleet
+        .fails(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+            "PLAN_BLOCKED",
+        )
+        .await;
+    assert!(
+        refused.details["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["blocked"] == true)
+    );
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(export["missing"], json!(["sandboxTemplates"]));
+
+    let fleet = fleet_with_acme(db, &["--vps", "false"]).await;
+    let plan = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    let flavor = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "flavor")
+        .unwrap();
+    assert_eq!(
+        flavor["note"],
+        "this deployment does not serve flavors (vps module)"
+    );
+    fleet
+        .fails(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+            "PLAN_BLOCKED",
+        )
+        .await;
+}
+both!(modules_block, deployments_without_a_module_block_its_kinds);
