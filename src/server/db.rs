@@ -191,7 +191,8 @@ impl Db {
         }
         let result = self.run_migrations(&mut conn, modules).await;
         if self.backend == Backend::Postgres {
-            conn.execute("SELECT pg_advisory_unlock(7245092315)").await?;
+            conn.execute("SELECT pg_advisory_unlock(7245092315)")
+                .await?;
         }
         result
     }
