@@ -291,6 +291,10 @@ async fn error_envelopes(db: Db) {
         )
         .await;
     assert_eq!(unknown.details["path"], "x");
+    let missing = fleet
+        .fails("fleet.plan", json!({ "tenantId": "root" }), "INVALID_INPUT")
+        .await;
+    assert_eq!(missing.details["path"], "config");
     let method = fleet.fails("pool.explode", json!({}), "NOT_FOUND").await;
     assert_eq!(method.status, 404);
     fleet

@@ -317,9 +317,23 @@ pub fn parse_value<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, Ap
 }
 
 fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiError {
-    let path = err.path().to_string();
-    let path = if path == "." { String::new() } else { path };
-    ApiError::invalid(path, err.inner().to_string())
+    let message = err.inner().to_string();
+    let mut path = err.path().to_string();
+    if path == "." {
+        path.clear();
+    }
+    // serde reports a missing field at its parent: point at the field itself.
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        path = if path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        };
+    }
+    ApiError::invalid(path, message)
 }
 
 /// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
