@@ -262,10 +262,12 @@ impl Db {
     }
 
     /// Serializes writers of one tenant's fleet inside `tx`: a row lock on the tenant on
-    /// PostgreSQL; on SQLite the transaction already holds the database's write lock.
+    /// PostgreSQL (`FOR NO KEY UPDATE`: writers of the tenant queue, while other tenants'
+    /// foreign-key checks on the row, which take `KEY SHARE`, do not); on SQLite the
+    /// transaction already holds the database's write lock.
     pub async fn lock_tenant(&self, tx: &mut Tx, tenant_id: &str) -> Result<(), sqlx::Error> {
         if self.backend == Backend::Postgres {
-            sqlx::query("SELECT id FROM tenants WHERE id = $1 FOR UPDATE")
+            sqlx::query("SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE")
                 .bind(tenant_id)
                 .fetch_optional(&mut **tx)
                 .await?;
