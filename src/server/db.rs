@@ -256,9 +256,18 @@ impl Db {
         }
     }
 
-    /// Begins a read-only transaction: one consistent snapshot for an export and its plan.
+    /// Begins a read-only transaction: one consistent snapshot for an export and its plan
+    /// (SQLite's read transactions are snapshots; PostgreSQL needs REPEATABLE READ, since
+    /// under READ COMMITTED each statement would see a newer fleet).
     pub async fn read_tx(&self) -> Result<Tx, sqlx::Error> {
-        self.pool.begin().await
+        match self.backend {
+            Backend::Sqlite => self.pool.begin().await,
+            Backend::Postgres => {
+                self.pool
+                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await
+            }
+        }
     }
 
     /// Serializes writers of one tenant's fleet inside `tx`: a row lock on the tenant on
