@@ -730,6 +730,172 @@ pub async fn status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::{Config, Fault, ServeArgs, api, db::Db};
+
+    /// A test reconciler: `panic` panics on attempt 1, `flaky` fails twice, `always` always
+    /// fails, `again` queues itself again while it runs (once).
+    struct Probe {
+        requeued: std::sync::atomic::AtomicBool,
+    }
+
+    impl Reconciler for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+
+        fn reconcile<'a>(
+            &'a self,
+            state: &'a AppState,
+            key: &'a str,
+            attempt: u32,
+        ) -> BoxFut<'a, Outcome> {
+            Box::pin(async move {
+                match key {
+                    "panic" if attempt == 1 => panic!("probe panicked"),
+                    "flaky" if attempt <= 2 => Outcome::Retry(format!("failure {attempt}")),
+                    "always" => Outcome::Retry("still failing".into()),
+                    "again" if !self.requeued.swap(true, Ordering::SeqCst) => {
+                        let mut conn = state.db.pool.acquire().await.unwrap();
+                        enqueue(&mut conn, "probe", "again", now_ms())
+                            .await
+                            .unwrap();
+                        Outcome::Done
+                    }
+                    _ => Outcome::Done,
+                }
+            })
+        }
+
+        fn backoff(&self, _state: &AppState) -> Backoff {
+            Backoff {
+                base: Duration::from_millis(20),
+                max: Duration::from_millis(100),
+                max_attempts: Some(3),
+            }
+        }
+    }
+
+    async fn state(dir: &std::path::Path) -> AppState {
+        let config = Config::resolve(ServeArgs {
+            database: Some(format!("sqlite://{}", dir.join("q.db").display())),
+            ..ServeArgs::default()
+        })
+        .unwrap();
+        let db = Db::open(&config.database, config.modules).await.unwrap();
+        AppState {
+            db,
+            modules: config.modules,
+            config: Arc::new(config),
+            methods: Arc::new(api::methods()),
+            fault: Arc::new(Fault::default()),
+            reconcilers: Arc::new(Runtime::new(vec![Arc::new(Probe {
+                requeued: false.into(),
+            })])),
+        }
+    }
+
+    async fn row(state: &AppState, key: &str) -> Option<(i64, i64, Option<String>)> {
+        sqlx::query("SELECT attempts, terminal, last_error FROM reconciler_queue WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&state.db.pool)
+            .await
+            .unwrap()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+    }
+
+    async fn settled(state: &AppState, keys: &[&str]) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut pending = false;
+            for key in keys {
+                if let Some((_, terminal, _)) = row(state, key).await {
+                    pending |= terminal == 0;
+                }
+            }
+            let runs = state.reconcilers.runs();
+            let again_twice = runs.iter().filter(|r| r.key == "again").count() >= 2;
+            if !pending && (!keys.contains(&"again") || again_twice) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the queue did not settle"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn outcomes_panics_retries_terminal_and_merging() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path()).await;
+        let keys = ["done", "panic", "flaky", "always", "again"];
+        {
+            let mut conn = state.db.pool.acquire().await.unwrap();
+            for key in keys {
+                // Queued twice: merged into one row.
+                enqueue(&mut conn, "probe", key, now_ms()).await.unwrap();
+                enqueue(&mut conn, "probe", key, now_ms() + 60_000)
+                    .await
+                    .unwrap();
+            }
+        }
+        let n: i64 = sqlx::query("SELECT COUNT(*) FROM reconciler_queue")
+            .fetch_one(&state.db.pool)
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 5);
+        let (stop, stopped) = watch::channel(false);
+        let worker = tokio::spawn(state.reconcilers.clone().run(state.clone(), stopped));
+        settled(&state, &keys).await;
+        stop.send(true).unwrap();
+        worker.await.unwrap();
+
+        for key in ["done", "panic", "flaky", "again"] {
+            assert_eq!(row(&state, key).await, None, "{key} is done");
+        }
+        // Given up after max_attempts, with its error; queuing it again starts it over.
+        assert_eq!(
+            row(&state, "always").await,
+            Some((3, 1, Some("still failing".into())))
+        );
+        let stats = &state.reconcilers.stats;
+        assert_eq!(stats.panics.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.terminal.load(Ordering::Relaxed), 1);
+        // panic once, flaky twice, always twice before its terminal third.
+        assert_eq!(stats.retried.load(Ordering::Relaxed), 5);
+        let runs = state.reconcilers.runs();
+        let attempts = |key: &str| -> Vec<u32> {
+            runs.iter()
+                .filter(|r| r.key == key)
+                .map(|r| r.attempt)
+                .collect()
+        };
+        assert_eq!(attempts("flaky"), [1, 2, 3]);
+        assert_eq!(attempts("panic"), [1, 2]);
+        // Queued again while it ran: it ran again, afresh.
+        assert_eq!(attempts("again"), [1, 1]);
+        let mut conn = state.db.pool.acquire().await.unwrap();
+        enqueue(&mut conn, "probe", "always", now_ms())
+            .await
+            .unwrap();
+        assert_eq!(
+            row(&state, "always").await.map(|r| (r.0, r.1)),
+            Some((0, 0))
+        );
+        // run_now claims and runs a key through the same path.
+        let outcome = state
+            .reconcilers
+            .run_now(&state, "probe", "done")
+            .await
+            .unwrap();
+        assert_eq!(outcome, Outcome::Done);
+        assert!(matches!(
+            state.reconcilers.run_now(&state, "nope", "x").await,
+            Err(RunError::Unknown(_))
+        ));
+    }
 
     #[test]
     fn backoff_grows_caps_and_is_reproducible() {

@@ -141,12 +141,21 @@ impl Drop for Receiver {
 }
 
 /// Polls `f` every 50 ms until it answers `Some`, or panics after [`DEADLINE`].
-pub async fn until<T, F, Fut>(what: &str, mut f: F) -> T
+pub async fn until<T, F, Fut>(what: &str, f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + DEADLINE;
+    until_within(DEADLINE, what, f).await
+}
+
+/// Polls `f` every 50 ms until it answers `Some`, or panics after `limit`.
+pub async fn until_within<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
     loop {
         if let Some(v) = f().await {
             return v;
