@@ -124,7 +124,9 @@ async fn watch_console(browser: &Browser) {
         .execute(
             "window.__consoleErrors = []; const error = console.error; \
              console.error = (...args) => { window.__consoleErrors.push(args.join(' ')); error(...args); }; \
-             window.addEventListener('error', (e) => window.__consoleErrors.push(String(e.message)));",
+             window.addEventListener('error', (e) => window.__consoleErrors.push(String(e.message))); \
+             document.addEventListener('securitypolicyviolation', \
+               (e) => window.__consoleErrors.push('CSP: ' + e.violatedDirective + ' ' + e.blockedURI));",
             vec![],
         )
         .await
@@ -210,6 +212,17 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         .unwrap()
         .to_owned();
 
+    // The page forbids inline scripts, and has none: a strict CSP holds.
+    let index = reqwest::get(server.url("/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(index.contains("Content-Security-Policy"), "{index}");
+    assert!(!index.contains("<script type=\"module\">"), "{index}");
+    assert!(!index.contains("unsafe-inline"), "{index}");
+
     let browser = Browser::start().await;
     browser.goto(&server.url("/")).await.unwrap();
     wait_for(&browser, "#api-key").await;
@@ -277,6 +290,36 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     // The plan view: a document with a mistake shows its path; fixed, it plans in the page.
     click(&browser, "#tab-plan").await;
     wait_for(&browser, "#export-info").await;
+
+    // Download fleet.json: the anchor's file name and the blob's text.
+    browser
+        .execute(
+            "window.__download = {}; const create = URL.createObjectURL; \
+             URL.createObjectURL = (blob) => { window.__download.blob = blob; return create(blob); }; \
+             HTMLAnchorElement.prototype.click = function () { window.__download.name = this.download; };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    click(&browser, "#download-export").await;
+    let downloaded = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; const d = window.__download; \
+             d.blob.text().then((text) => done({ name: d.name, text }));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(downloaded["name"], "fleet.json");
+    let file: Value = serde_json::from_str(downloaded["text"].as_str().unwrap()).unwrap();
+    let current = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    assert_eq!(file, current["config"]);
     let mut wrong = baseline.clone();
     let index = wrong["pools"]
         .as_array()
