@@ -229,14 +229,13 @@ async fn a_failing_tenant_does_not_stop_another(db: Db) {
     );
     assert!(s["error"]["at"].is_i64());
     // The error is on its key too.
-    let rs = reconciler_status(&fleet).await;
-    let key = rs["queue"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["key"] == "tenant:root")
-        .expect("tenant:root queued for a retry")
-        .clone();
+    let key = until("the error on tenant:root's key", || async {
+        let rs = reconciler_status(&fleet).await;
+        rs["queue"].as_array().unwrap().iter().find_map(|k| {
+            (k["key"] == "tenant:root" && k["lastError"].is_string()).then(|| k.clone())
+        })
+    })
+    .await;
     assert!(
         key["lastError"]
             .as_str()

@@ -151,7 +151,10 @@ impl Reconciler for FleetDrift {
                 Ok(_) => Outcome::Done,
                 Err(err) => {
                     tracing::warn!(tenant, error = %err, "drift check failed");
-                    if let Err(e) = record_failure(state, tenant, &err).await {
+                    // Other failures were recorded in the check's own transaction.
+                    if matches!(err, CheckError::Db(_))
+                        && let Err(e) = record_failure(state, tenant, &err).await
+                    {
                         tracing::error!(tenant, error = %e, "recording a failed drift check");
                     }
                     Outcome::Retry(err.to_string())
@@ -218,20 +221,34 @@ pub async fn check(state: &AppState, tenant: &str) -> Result<Checked, CheckError
         .try_get::<Option<String>, _>(4)?
         .and_then(|d| serde_json::from_str(&d).ok());
 
-    let document = planner::validate(document.as_bytes()).map_err(|invalid| {
-        CheckError::Invalid(
+    let planned = match planner::validate(document.as_bytes()) {
+        Ok(document) => fleet::build_export(&mut tx, state.modules, tenant, &applied_by)
+            .await
+            .map(|export| planner::plan(&document, &export, PlanOptions { prune }))
+            .map_err(CheckError::Export),
+        Err(invalid) => Err(CheckError::Invalid(
             invalid
                 .problems
                 .iter()
                 .map(|p| format!("{}: {}", p.path, p.message))
                 .collect::<Vec<_>>()
                 .join("; "),
-        )
-    })?;
-    let export = fleet::build_export(&mut tx, state.modules, tenant, &applied_by)
-        .await
-        .map_err(CheckError::Export)?;
-    let plan = planner::plan(&document, &export, PlanOptions { prune });
+        )),
+    };
+    let plan = match planned {
+        Ok(plan) => plan,
+        Err(err) => {
+            // Recorded under the lock, so it can never land on a document applied since.
+            let error = json!({ "message": err.to_string(), "at": now_ms() });
+            sqlx::query("UPDATE fleet_applied SET check_error = $1 WHERE tenant_id = $2")
+                .bind(error.to_string())
+                .bind(tenant)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            return Err(err);
+        }
+    };
     let drift = Drift::of(&plan);
 
     let subject = format!("fleet/{tenant}");
