@@ -1,5 +1,8 @@
 //! `--demo`: a small fleet and two tenants, part of it created outside FleetConfig, so a
-//! newcomer can export, plan, apply and see drift at once.
+//! newcomer can export, plan, apply and see drift at once. Root applies the seed's example;
+//! acme applies a sandbox template on root's pool offered to it; then a site and a pool are
+//! made by hand (they export under their ids), offered to globex, and vps-fra's policy is
+//! edited by hand (drift).
 
 use super::AppState;
 use super::db::now_ms;
@@ -94,6 +97,26 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
     let bytes = document(state).to_string();
     let doc = planner::validate(bytes.as_bytes()).map_err(|e| ApiError::internal(&e))?;
     fleet::apply(state, &caller, ROOT, &doc, false, None).await?;
+
+    // acme's own fleet: a sandbox template on root's pool offered to it (named by id).
+    if state.modules.sandboxes {
+        let mut conn = state.db.pool.acquire().await?;
+        let vps_fra: String = sqlx::query(
+            "SELECT object_id FROM fleet_names WHERE tenant_id = $1 AND kind = 'pool' AND name = 'vps-fra'",
+        )
+        .bind(ROOT)
+        .fetch_one(&mut *conn)
+        .await?
+        .try_get(0)?;
+        drop(conn);
+        let acme = json!({ "version": 1, "sandboxTemplates": [{
+            "name": "acme-py", "pool": vps_fra, "flavor": "g1.small", "imageId": "ubuntu-24.04",
+            "network": "private", "warm": { "min": 0, "max": 2 }
+        }]})
+        .to_string();
+        let doc = planner::validate(acme.as_bytes()).map_err(|e| ApiError::internal(&e))?;
+        fleet::apply(state, &caller, "acme", &doc, false, None).await?;
+    }
 
     // The part made by hand, outside FleetConfig: a site and a pool with no fleet names (they
     // export under their ids), an offer to globex, and an edit of vps-fra's policy (drift).
