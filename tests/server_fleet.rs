@@ -550,6 +550,15 @@ async fn demo_can_be_planned_and_shows_hand_edits(db: Db) {
         .ok("fleet.status", json!({ "tenantId": "root" }))
         .await;
     assert!(status["applied"]["planHash"].is_string());
+    let acme = fleet
+        .ok("fleet.export", json!({ "tenantId": "acme" }))
+        .await;
+    let pool = acme["offeredPools"][0]["id"].clone();
+    assert_eq!(acme["config"]["sandboxTemplates"][0]["name"], "acme-py");
+    assert_eq!(
+        acme["config"]["sandboxTemplates"][0]["pool"], pool,
+        "an offered pool is named by id"
+    );
     let plan = fleet
         .ok(
             "fleet.plan",
