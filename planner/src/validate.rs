@@ -1,18 +1,20 @@
 //! Validation: every problem of a document, each with its path, in document order.
 //!
-//! One pass: the bytes are parsed into a small JSON tree that keeps duplicate object keys
-//! (serde_json's own map would silently keep the last), then one walk over that tree checks
-//! every rule and moves the values into the typed [`Document`]. serde's derive stops at the
-//! first error; this walk collects all of them. Checks are byte loops, never regexes, since
-//! validation is on the hot path of every plan.
+//! One streaming pass over the bytes: serde_json drives seeds that check every value as it is
+//! read (duplicate object keys included, which serde_json's own map would silently drop) and
+//! build the typed [`Document`] directly, with no intermediate tree. serde's derive stops at
+//! the first error; this pass collects all of them. Checks are byte loops, never regexes,
+//! since validation is on the hot path of every plan.
 
 use crate::document::{
     Document, Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate,
     Site, SiteKind, Warm,
 };
-use crate::hash::{HashMap, HashSet};
+use crate::hash::HashMap;
 use serde::Serialize;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -44,9 +46,14 @@ pub const MAX_ITEMS: usize = 1000;
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).
 pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let tree = Node::deserialize(&mut de).and_then(|tree| de.end().map(|()| tree));
-    let tree = match tree {
-        Ok(tree) => tree,
+    let mut walker = Walker::default();
+    let seed = Seed {
+        w: &mut walker,
+        kind: K::Document,
+    };
+    let parsed = seed.deserialize(&mut de).and_then(|p| de.end().map(|()| p));
+    let parsed = match parsed {
+        Ok(parsed) => parsed,
         Err(err) => {
             return Err(Invalid {
                 problems: vec![Problem {
@@ -56,14 +63,14 @@ pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
             });
         }
     };
-    let mut walker = Walker::default();
-    let document = walker.document(tree);
-    if walker.problems.is_empty() {
-        Ok(document)
-    } else {
-        Err(Invalid {
+    if let Parsed::Null = parsed {
+        walker.wrong(K::Document, "null");
+    }
+    match parsed {
+        Parsed::Document(document) if walker.problems.is_empty() => Ok(*document),
+        _ => Err(Invalid {
             problems: walker.problems,
-        })
+        }),
     }
 }
 
@@ -123,23 +130,127 @@ const NAME_RULE: &str =
     "use 1 to 63 of a-z, 0-9, '.', '_' or '-', starting with a lowercase letter or digit";
 const RESOURCE_RULE: &str = "use a letter, then up to 63 letters, digits, '.', '_' or '-'";
 
-// The JSON tree. Keys borrow from the input when they have no escapes.
+// One streaming pass: serde_json drives seeds that check each value as it is read and build
+// the typed document directly, so no intermediate tree is allocated. A syntax error stops the
+// pass (the bytes are not JSON); every other problem is recorded and the pass goes on.
 
-enum Node<'de> {
-    Null,
-    Bool,
-    Num(Num),
-    Str(String),
-    List(Vec<Node<'de>>),
-    Object(Vec<Entry<'de>>),
+/// What a value is expected to be.
+#[derive(Clone, Copy, PartialEq)]
+enum K {
+    Document,
+    Version,
+    Name,
+    Text,
+    Str,
+    SiteKind,
+    PoolClass,
+    Network,
+    U32(u32),
+    Max,
+    Int,
+    Budget,
+    Quota,
+    Config,
+    Policy,
+    Warm,
+    List(Item),
+    Item(Item),
 }
 
-struct Entry<'de> {
-    key: Cow<'de, str>,
-    value: Node<'de>,
-    /// The key already appeared earlier in the same object.
-    duplicate: bool,
+/// The kinds of list item.
+#[derive(Clone, Copy, PartialEq)]
+enum Item {
+    Site,
+    Account,
+    Pool,
+    Offer,
+    Flavor,
+    Template,
 }
+
+impl Item {
+    fn what(self) -> &'static str {
+        match self {
+            Item::Site => "a site",
+            Item::Account => "a provider account",
+            Item::Pool => "a pool",
+            Item::Offer => "an offer",
+            Item::Flavor => "a flavor",
+            Item::Template => "a sandbox template",
+        }
+    }
+}
+
+const SITE_KINDS: [(&str, SiteKind); 2] = [
+    ("shared", SiteKind::Shared),
+    ("dedicated", SiteKind::Dedicated),
+];
+const POOL_CLASSES: [(&str, PoolClass); 3] = [
+    ("vps-host", PoolClass::VpsHost),
+    ("sandbox-host", PoolClass::SandboxHost),
+    ("provider", PoolClass::Provider),
+];
+const NETWORKS: [(&str, Network); 3] = [
+    ("private", Network::Private),
+    ("public", Network::Public),
+    ("none", Network::None),
+];
+
+/// A field: its key, what its value must be, and whether `null` means absent.
+type Spec = (&'static str, K, bool);
+
+const DOCUMENT: &[Spec] = &[
+    ("version", K::Version, false),
+    ("sites", K::List(Item::Site), true),
+    ("providerAccounts", K::List(Item::Account), true),
+    ("pools", K::List(Item::Pool), true),
+    ("flavors", K::List(Item::Flavor), true),
+    ("sandboxTemplates", K::List(Item::Template), true),
+];
+const SITE: &[Spec] = &[
+    ("name", K::Name, false),
+    ("kind", K::SiteKind, false),
+    ("region", K::Text, false),
+];
+const ACCOUNT: &[Spec] = &[
+    ("name", K::Name, false),
+    ("provider", K::Text, false),
+    ("config", K::Config, true),
+];
+const POOL: &[Spec] = &[
+    ("name", K::Name, false),
+    ("site", K::Name, false),
+    ("class", K::PoolClass, false),
+    ("gpuModel", K::Text, true),
+    ("providerAccount", K::Name, true),
+    ("policy", K::Policy, true),
+    ("ownerQuota", K::Quota, true),
+    ("offers", K::List(Item::Offer), true),
+];
+const OFFER: &[Spec] = &[
+    ("tenant", K::Name, false),
+    ("quota", K::Quota, false),
+    ("priority", K::Int, true),
+];
+const FLAVOR: &[Spec] = &[
+    ("pool", K::Name, false),
+    ("name", K::Name, false),
+    ("vcpu", K::U32(1), false),
+    ("memoryGiB", K::U32(1), false),
+    ("diskGiB", K::U32(0), false),
+    ("gpu", K::U32(0), true),
+];
+const TEMPLATE: &[Spec] = &[
+    ("name", K::Name, false),
+    ("pool", K::Name, false),
+    ("flavor", K::Name, false),
+    ("imageId", K::Text, false),
+    ("env", K::Config, true),
+    ("network", K::Network, false),
+    ("warm", K::Warm, true),
+];
+const POLICY: &[Spec] = &[("disruptionBudget", K::Budget, false)];
+const WARM: &[Spec] = &[("min", K::U32(0), false), ("max", K::U32(0), false)];
 
 #[derive(Clone, Copy)]
 enum Num {
@@ -168,113 +279,59 @@ impl Num {
     }
 }
 
-impl Node<'_> {
-    fn describe(&self) -> &'static str {
-        match self {
-            Node::Null => "null",
-            Node::Bool => "true or false",
-            Node::Num(_) => "a number",
-            Node::Str(_) => "a string",
-            Node::List(_) => "a list",
-            Node::Object(_) => "an object",
-        }
+/// A value read: what the seed built, `Null` (the caller decides), or `Bad` (reported).
+enum Parsed {
+    Null,
+    Bad,
+    Str(String),
+    SiteKind(SiteKind),
+    PoolClass(PoolClass),
+    Network(Network),
+    U(u64),
+    I(i64),
+    F(f64),
+    Quota(BTreeMap<String, u64>),
+    Map(BTreeMap<String, String>),
+    Policy(Policy),
+    Warm(Warm),
+    Document(Box<Document>),
+    Sites(Vec<Site>),
+    Accounts(Vec<ProviderAccount>),
+    Pools(Vec<Pool>),
+    Offers(Vec<Offer>),
+    Flavors(Vec<Flavor>),
+    Templates(Vec<SandboxTemplate>),
+    Site(Site),
+    Account(ProviderAccount),
+    Pool(Box<Pool>),
+    Offer(Offer),
+    Flavor(Flavor),
+    Template(Box<SandboxTemplate>),
+}
+
+/// The fields of one object as read, by their index in its [`Spec`] list; `None` is absent.
+type Slots = [Option<Parsed>; 8];
+
+/// Takes a field out of `slots`: absent, invalid (already reported) or read.
+fn take<T>(slots: &mut Slots, i: usize, f: impl FnOnce(Parsed) -> Option<T>) -> Field<T> {
+    match slots[i].take() {
+        None => Field::Absent,
+        Some(Parsed::Bad) => Field::Bad,
+        Some(p) => f(p).map_or(Field::Bad, Field::Ok),
     }
 }
 
-impl<'de> Deserialize<'de> for Node<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
+fn string(p: Parsed) -> Option<String> {
+    match p {
+        Parsed::Str(s) => Some(s),
+        _ => None,
     }
 }
 
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
-        Ok(Node::Null)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Node<'de>, E> {
-        Ok(Node::Bool)
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Node<'de>, E> {
-        Ok(Node::Num(Num::U(v)))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
-        Ok(Node::Num(Num::I(v)))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
-        Ok(Node::Num(Num::F(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Node<'de>, E> {
-        Ok(Node::Str(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Node<'de>, E> {
-        Ok(Node::Str(v))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Node::List(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
-        // Objects of the document are small: a linear scan finds repeats; big maps (config,
-        // env, quotas) switch to a set.
-        const SCAN: usize = 16;
-        let mut entries: Vec<Entry<'de>> = Vec::new();
-        let mut seen: Option<HashSet<Cow<'de, str>>> = None;
-        while let Some(Key(key)) = map.next_key()? {
-            let value = map.next_value()?;
-            let duplicate = match &mut seen {
-                Some(set) => !set.insert(key.clone()),
-                None => {
-                    let duplicate = entries.iter().any(|e| e.key == key);
-                    if entries.len() + 1 >= SCAN {
-                        let mut set: HashSet<Cow<'de, str>> =
-                            entries.iter().map(|e| e.key.clone()).collect();
-                        set.insert(key.clone());
-                        seen = Some(set);
-                    }
-                    duplicate
-                }
-            };
-            entries.push(Entry {
-                key,
-                value,
-                duplicate,
-            });
-        }
-        Ok(Node::Object(entries))
-    }
-}
-
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
+fn u32_of(p: Parsed) -> Option<u32> {
+    match p {
+        Parsed::U(u) => u32::try_from(u).ok(),
+        _ => None,
     }
 }
 
@@ -294,24 +351,14 @@ impl<T> Field<T> {
             Field::Bad => None,
         }
     }
-    fn set(&mut self, value: Option<T>) {
-        *self = match value {
-            Some(v) => Field::Ok(v),
-            None => Field::Bad,
-        };
-    }
-    fn ok(self) -> Option<T> {
-        match self {
-            Field::Ok(v) => Some(v),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Default)]
 struct Walker {
     path: String,
     problems: Vec<Problem>,
+    /// For each list being read: the keys seen so far and the index of the current item.
+    lists: Vec<(HashMap<String, usize>, usize)>,
 }
 
 impl Walker {
@@ -365,131 +412,130 @@ impl Walker {
         }
     }
 
-    /// Walks an object's entries in document order: duplicates and unknown keys are reported,
-    /// the others handed to `each`. False (reported) when `node` is not an object.
-    fn object<'de>(
-        &mut self,
-        node: Node<'de>,
-        what: &str,
-        allowed: &[&str],
-        mut each: impl FnMut(&mut Self, &str, Node<'de>),
-    ) -> bool {
-        let entries = match node {
-            Node::Object(entries) => entries,
-            other => {
-                self.report(format!(
-                    "{what} must be an object, not {}",
-                    other.describe()
-                ));
-                return false;
+    /// Records `key` for the current list item, reporting it at `<item>.<field>` when an
+    /// earlier item has it.
+    fn unique(&mut self, field: &str, key: String, what: impl FnOnce() -> String) {
+        let Some((seen, index)) = self.lists.last_mut() else {
+            return;
+        };
+        let index = *index;
+        let first = match seen.entry(key) {
+            std::collections::hash_map::Entry::Occupied(first) => *first.get(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(index);
+                return;
             }
         };
-        for entry in entries {
-            let mark = self.enter_key(&entry.key);
-            if entry.duplicate {
-                self.report(format!(
-                    "duplicate key \"{}\"; each key may appear once",
-                    entry.key
-                ));
-            } else if allowed.contains(&&*entry.key) {
-                each(self, &entry.key, entry.value);
-            } else {
-                self.report(format!(
-                    "unknown field \"{}\"; {what} has {}",
-                    shorten(&entry.key),
-                    allowed.join(", ")
-                ));
-            }
-            self.leave(mark);
-        }
-        true
-    }
-
-    /// Reads a list, at most [`MAX_ITEMS`] long; invalid items are reported and left out.
-    fn list<'de, T>(
-        &mut self,
-        node: Node<'de>,
-        mut item: impl FnMut(&mut Self, usize, Node<'de>) -> Option<T>,
-    ) -> Option<Vec<T>> {
-        let items = match node {
-            Node::List(items) => items,
-            other => {
-                self.report(format!("must be a list, not {}", other.describe()));
-                return None;
-            }
-        };
-        if items.len() > MAX_ITEMS {
-            self.report(format!(
-                "has {} items; a list holds at most {MAX_ITEMS}",
-                items.len()
-            ));
-        }
-        let mut out = Vec::with_capacity(items.len());
-        for (i, node) in items.into_iter().enumerate() {
-            let mark = self.enter_index(i);
-            if let Some(v) = item(self, i, node) {
-                out.push(v);
-            }
-            self.leave(mark);
-        }
-        Some(out)
-    }
-
-    /// Reports a repeated key of a list at the current item: `what` is already taken by
-    /// item `first` of the same list.
-    fn repeated(&mut self, field: &str, what: String, first: usize) {
         let list = self.path[..self.path.rfind('[').unwrap_or(0)].to_owned();
         let mark = self.enter_key(field);
         self.report(format!(
-            "{what} is repeated; {list}[{first}] has it already"
+            "{} is repeated; {list}[{first}] has it already",
+            what()
         ));
         self.leave(mark);
     }
 
-    fn string(&mut self, node: Node<'_>) -> Option<String> {
-        match node {
-            Node::Str(s) => Some(s),
-            other => {
-                self.report(format!("must be a string, not {}", other.describe()));
-                None
+    /// Reports that the value is not what `kind` expects; `got` describes what it is.
+    fn wrong(&mut self, kind: K, got: &str) -> Parsed {
+        let message = match kind {
+            K::Document => format!("a document must be an object, not {got}"),
+            K::Version => format!("version must be 1, not {got}"),
+            K::Name | K::Text | K::Str => format!("must be a string, not {got}"),
+            K::SiteKind => choices(&SITE_KINDS, got),
+            K::PoolClass => choices(&POOL_CLASSES, got),
+            K::Network => choices(&NETWORKS, got),
+            K::U32(min) => format!("must be an integer from {min} to {}, not {got}", u32::MAX),
+            K::Max => format!("must be an integer of 0 or more, not {got}"),
+            K::Int => format!("must be an integer, not {got}"),
+            K::Budget => format!("must be a number from 0 to 1, not {got}"),
+            K::Quota | K::Config => format!("must be an object, not {got}"),
+            K::Policy => format!("a policy must be an object, not {got}"),
+            K::Warm => format!("warm must be an object, not {got}"),
+            K::List(_) => format!("must be a list, not {got}"),
+            K::Item(item) => format!("{} must be an object, not {got}", item.what()),
+        };
+        self.report(message);
+        Parsed::Bad
+    }
+
+    fn string_value(&mut self, kind: K, s: Cow<'_, str>) -> Parsed {
+        match kind {
+            K::Str => Parsed::Str(s.into_owned()),
+            K::Text if s.is_empty() => {
+                self.report("must not be empty".to_owned());
+                Parsed::Bad
             }
+            K::Text => Parsed::Str(s.into_owned()),
+            K::Name if !is_name(&s) => {
+                self.report(format!(
+                    "\"{}\" is not a valid name: {NAME_RULE}",
+                    shorten(&s)
+                ));
+                Parsed::Bad
+            }
+            K::Name => Parsed::Str(s.into_owned()),
+            K::SiteKind => self.choice(&SITE_KINDS, &s, kind, Parsed::SiteKind),
+            K::PoolClass => self.choice(&POOL_CLASSES, &s, kind, Parsed::PoolClass),
+            K::Network => self.choice(&NETWORKS, &s, kind, Parsed::Network),
+            _ => self.wrong(kind, "a string"),
         }
     }
 
-    fn text(&mut self, node: Node<'_>) -> Option<String> {
-        let s = self.string(node)?;
-        if s.is_empty() {
-            self.report("must not be empty".to_owned());
-            return None;
+    fn choice<T: Copy>(
+        &mut self,
+        options: &[(&str, T)],
+        s: &str,
+        kind: K,
+        wrap: fn(T) -> Parsed,
+    ) -> Parsed {
+        match options.iter().find(|(name, _)| *name == s) {
+            Some(&(_, v)) => wrap(v),
+            None => self.wrong(kind, &format!("\"{}\"", shorten(s))),
         }
-        Some(s)
     }
 
-    fn name(&mut self, node: Node<'_>) -> Option<String> {
-        let s = self.string(node)?;
-        if !is_name(&s) {
-            self.report(format!(
-                "\"{}\" is not a valid name: {NAME_RULE}",
-                shorten(&s)
-            ));
-            return None;
+    fn number(&mut self, kind: K, n: Num) -> Parsed {
+        match kind {
+            K::Version if n.as_f64() == 1.0 => Parsed::U(1),
+            K::Version => self.wrong(kind, &n.to_string()),
+            K::U32(min) => match self.uint(n, u64::from(min), u64::from(u32::MAX)) {
+                Some(v) => Parsed::U(v),
+                None => Parsed::Bad,
+            },
+            K::Max => match self.uint(n, 0, u64::MAX) {
+                Some(v) => Parsed::U(v),
+                None => Parsed::Bad,
+            },
+            K::Int => {
+                let value = match n {
+                    Num::I(i) => Some(i),
+                    Num::U(u) => i64::try_from(u).ok(),
+                    Num::F(x)
+                        if x.fract() == 0.0
+                            && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0)
+                                .contains(&x) =>
+                    {
+                        Some(x as i64)
+                    }
+                    Num::F(_) => None,
+                };
+                match value {
+                    Some(i) => Parsed::I(i),
+                    None => self.wrong(kind, &n.to_string()),
+                }
+            }
+            K::Budget if (0.0..=1.0).contains(&n.as_f64()) => Parsed::F(n.as_f64()),
+            K::Budget => self.wrong(kind, &n.to_string()),
+            _ => self.wrong(kind, "a number"),
         }
-        Some(s)
     }
 
-    fn uint(&mut self, node: Node<'_>, min: u64, max: u64) -> Option<u64> {
+    fn uint(&mut self, n: Num, min: u64, max: u64) -> Option<u64> {
         let expect = || {
             if max == u64::MAX {
                 format!("must be an integer of {min} or more")
             } else {
                 format!("must be an integer from {min} to {max}")
-            }
-        };
-        let n = match node {
-            Node::Num(n) => n,
-            other => {
-                self.report(format!("{}, not {}", expect(), other.describe()));
-                return None;
             }
         };
         let value = match n {
@@ -519,514 +565,547 @@ impl Walker {
         }
     }
 
-    fn u32(&mut self, node: Node<'_>, min: u32) -> Option<u32> {
-        self.uint(node, u64::from(min), u64::from(u32::MAX))
-            .map(|v| v as u32)
-    }
-
-    fn int(&mut self, node: Node<'_>) -> Option<i64> {
-        let value = match &node {
-            Node::Num(Num::I(i)) => Some(*i),
-            Node::Num(Num::U(u)) => i64::try_from(*u).ok(),
-            Node::Num(Num::F(x))
-                if x.fract() == 0.0
-                    && *x >= -9_223_372_036_854_775_808.0
-                    && *x < 9_223_372_036_854_775_808.0 =>
-            {
-                Some(*x as i64)
-            }
-            _ => None,
-        };
-        if value.is_none() {
-            let got = match node {
-                Node::Num(n) => n.to_string(),
-                other => other.describe().to_owned(),
-            };
-            self.report(format!("must be an integer, not {got}"));
-        }
-        value
-    }
-
-    fn choice<T: Copy>(&mut self, node: Node<'_>, options: &[(&str, T)]) -> Option<T> {
-        let s = match &node {
-            Node::Str(s) => Some(s.as_str()),
-            _ => None,
-        };
-        if let Some(&(_, v)) = options.iter().find(|(name, _)| Some(*name) == s) {
-            return Some(v);
-        }
-        let names: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
-        let expect = match names.split_last() {
-            Some((last, [])) => last.clone(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        };
-        let got = match s {
-            Some(s) => format!("\"{}\"", shorten(s)),
-            None => node.describe().to_owned(),
-        };
-        self.report(format!("must be {expect}, not {got}"));
-        None
-    }
-
-    /// A map of strings; with `secrets`, secret-looking keys must hold references.
-    fn string_map(&mut self, node: Node<'_>, secrets: bool) -> Option<BTreeMap<String, String>> {
-        let entries = match node {
-            Node::Object(entries) => entries,
-            other => {
-                self.report(format!("must be an object, not {}", other.describe()));
-                return None;
-            }
-        };
-        let mut out = BTreeMap::new();
-        for entry in entries {
-            let mark = self.enter_key(&entry.key);
-            if entry.duplicate {
-                self.report(format!(
-                    "duplicate key \"{}\"; each key may appear once",
-                    entry.key
-                ));
-            } else if let Some(value) = self.string(entry.value) {
-                if secrets && looks_secret(&entry.key) && !is_secret_reference(&value) {
-                    // Never repeat the value: it may be the secret itself.
+    /// Reads the fields of an object per `spec` in document order: repeated and unknown keys
+    /// are reported, `null` is absent where `spec` allows it.
+    fn fields<'de, A: MapAccess<'de>>(
+        &mut self,
+        map: &mut A,
+        what: &str,
+        spec: &[Spec],
+    ) -> Result<Slots, A::Error> {
+        let mut slots: Slots = Default::default();
+        let mut seen = 0u32;
+        while let Some(Key(key)) = map.next_key()? {
+            let mark = self.enter_key(&key);
+            match spec.iter().position(|(name, _, _)| *name == key) {
+                Some(i) if seen & (1 << i) != 0 => {
                     self.report(format!(
-                        "\"{}\" looks like a secret, so its value must be a reference \
-                         (secret://..., vault://... or env://NAME), never the secret itself",
-                        shorten(&entry.key)
+                        "duplicate key \"{}\"; each key may appear once",
+                        shorten(&key)
                     ));
-                } else {
-                    out.insert(entry.key.into_owned(), value);
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Some(i) => {
+                    seen |= 1 << i;
+                    let (_, kind, nullable) = spec[i];
+                    let value = map.next_value_seed(Seed { w: self, kind })?;
+                    slots[i] = match value {
+                        Parsed::Null if nullable => None,
+                        Parsed::Null => Some(self.wrong(kind, "null")),
+                        value => Some(value),
+                    };
+                }
+                None => {
+                    let names: Vec<&str> = spec.iter().map(|(name, _, _)| *name).collect();
+                    self.report(format!(
+                        "unknown field \"{}\"; {what} has {}",
+                        shorten(&key),
+                        names.join(", ")
+                    ));
+                    map.next_value::<IgnoredAny>()?;
                 }
             }
             self.leave(mark);
         }
-        Some(out)
+        Ok(slots)
     }
 
-    /// A quota: resource names to integer maxima of 0 or more.
-    fn quota(&mut self, node: Node<'_>) -> Option<BTreeMap<String, u64>> {
-        let entries = match node {
-            Node::Object(entries) => entries,
-            other => {
-                self.report(format!("must be an object, not {}", other.describe()));
-                return None;
-            }
-        };
-        let mut out = BTreeMap::new();
-        for entry in entries {
-            let mark = self.enter_key(&entry.key);
-            if entry.duplicate {
+    /// A quota (resource names to integer maxima) or a string map (`K::Config`, whose
+    /// secret-looking keys must hold references).
+    fn map<'de, A: MapAccess<'de>>(&mut self, mut map: A, kind: K) -> Result<Parsed, A::Error> {
+        let mut quota = BTreeMap::new();
+        let mut strings = BTreeMap::new();
+        // Keys whose value was invalid, so a repeat of them is still found.
+        let mut bad: Vec<String> = Vec::new();
+        while let Some(Key(key)) = map.next_key()? {
+            let mark = self.enter_key(&key);
+            let repeated = match kind {
+                K::Quota => quota.contains_key(&*key),
+                _ => strings.contains_key(&*key),
+            } || bad.iter().any(|b| *b == *key);
+            if repeated {
                 self.report(format!(
                     "duplicate key \"{}\"; each key may appear once",
-                    entry.key
+                    shorten(&key)
                 ));
-            } else if !is_resource(&entry.key) {
-                self.report(format!(
-                    "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
-                    shorten(&entry.key)
-                ));
-            } else if let Some(max) = self.uint(entry.value, 0, u64::MAX) {
-                out.insert(entry.key.into_owned(), max);
+                map.next_value::<IgnoredAny>()?;
+            } else if kind == K::Quota {
+                if !is_resource(&key) {
+                    self.report(format!(
+                        "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
+                        shorten(&key)
+                    ));
+                    map.next_value::<IgnoredAny>()?;
+                    bad.push(key.into_owned());
+                } else {
+                    match map.next_value_seed(Seed {
+                        w: self,
+                        kind: K::Max,
+                    })? {
+                        Parsed::U(max) => {
+                            quota.insert(key.into_owned(), max);
+                        }
+                        other => {
+                            if let Parsed::Null = other {
+                                self.wrong(K::Max, "null");
+                            }
+                            bad.push(key.into_owned());
+                        }
+                    }
+                }
+            } else {
+                match map.next_value_seed(Seed {
+                    w: self,
+                    kind: K::Str,
+                })? {
+                    Parsed::Str(value) => {
+                        if looks_secret(&key) && !is_secret_reference(&value) {
+                            // Never repeat the value: it may be the secret itself.
+                            self.report(format!(
+                                "\"{}\" looks like a secret, so its value must be a reference \
+                                 (secret://..., vault://... or env://NAME), never the secret itself",
+                                shorten(&key)
+                            ));
+                            bad.push(key.into_owned());
+                        } else {
+                            strings.insert(key.into_owned(), value);
+                        }
+                    }
+                    other => {
+                        if let Parsed::Null = other {
+                            self.wrong(K::Str, "null");
+                        }
+                        bad.push(key.into_owned());
+                    }
+                }
             }
             self.leave(mark);
         }
-        Some(out)
-    }
-
-    fn document(&mut self, node: Node<'_>) -> Document {
-        let mut version = Field::Absent;
-        let mut doc = Document::default();
-        let ok = self.object(
-            node,
-            "a document",
-            &[
-                "version",
-                "sites",
-                "providerAccounts",
-                "pools",
-                "flavors",
-                "sandboxTemplates",
-            ],
-            |w, key, value| {
-                if matches!(value, Node::Null) && key != "version" {
-                    return;
-                }
-                match key {
-                    "version" => {
-                        let one = matches!(value, Node::Num(n) if n.as_f64() == 1.0);
-                        if !one {
-                            let got = match value {
-                                Node::Num(n) => n.to_string(),
-                                other => other.describe().to_owned(),
-                            };
-                            w.report(format!("version must be 1, not {got}"));
-                        }
-                        version.set(one.then_some(1));
-                    }
-                    "sites" => doc.sites = w.sites(value),
-                    "providerAccounts" => doc.provider_accounts = w.provider_accounts(value),
-                    "pools" => doc.pools = w.pools(value),
-                    "flavors" => doc.flavors = w.flavors(value),
-                    _ => doc.sandbox_templates = w.templates(value),
-                }
-            },
-        );
-        if ok {
-            doc.version = self.require(version, "version").unwrap_or(1);
-        }
-        doc
-    }
-
-    fn sites(&mut self, node: Node<'_>) -> Option<Vec<Site>> {
-        let mut names: HashMap<String, usize> = HashMap::default();
-        self.list(node, |w, i, node| {
-            let (mut name, mut kind, mut region) = (Field::Absent, Field::Absent, Field::Absent);
-            let fields = &["name", "kind", "region"];
-            w.object(node, "a site", fields, |w, key, value| match key {
-                "name" => name.set(w.name(value)),
-                "kind" => kind.set(w.choice(
-                    value,
-                    &[
-                        ("shared", SiteKind::Shared),
-                        ("dedicated", SiteKind::Dedicated),
-                    ],
-                )),
-                _ => region.set(w.text(value)),
-            })
-            .then_some(())?;
-            if let Field::Ok(n) = &name {
-                unique(w, &mut names, n.clone(), i, "name", || {
-                    format!("site \"{n}\"")
-                });
-            }
-            let name = w.require(name, "name");
-            let kind = w.require(kind, "kind");
-            let region = w.require(region, "region");
-            Some(Site {
-                name: name?,
-                kind: kind?,
-                region: region?,
-            })
+        Ok(match kind {
+            K::Quota => Parsed::Quota(quota),
+            _ => Parsed::Map(strings),
         })
     }
 
-    fn provider_accounts(&mut self, node: Node<'_>) -> Option<Vec<ProviderAccount>> {
-        let mut names: HashMap<String, usize> = HashMap::default();
-        self.list(node, |w, i, node| {
-            let (mut name, mut provider, mut config) =
-                (Field::Absent, Field::Absent, Field::Absent);
-            let fields = &["name", "provider", "config"];
-            w.object(
-                node,
-                "a provider account",
-                fields,
-                |w, key, value| match key {
-                    "name" => name.set(w.name(value)),
-                    "provider" => provider.set(w.text(value)),
-                    _ => {
-                        if !matches!(value, Node::Null) {
-                            config.set(w.string_map(value, true))
-                        }
-                    }
-                },
-            )
-            .then_some(())?;
-            if let Field::Ok(n) = &name {
-                unique(w, &mut names, n.clone(), i, "name", || {
-                    format!("provider account \"{n}\"")
-                });
+    /// A list of at most [`MAX_ITEMS`]; invalid items are reported and left out.
+    fn list<'de, A: SeqAccess<'de>>(&mut self, mut seq: A, item: Item) -> Result<Parsed, A::Error> {
+        // The length problem belongs before the items' problems, but the length is known last.
+        let start = self.problems.len();
+        let mut items = Vec::new();
+        self.lists.push((HashMap::default(), 0));
+        let mut count = 0;
+        loop {
+            let mark = self.enter_index(count);
+            if let Some(last) = self.lists.last_mut() {
+                last.1 = count;
             }
-            let config = match config {
-                Field::Absent => BTreeMap::new(),
-                other => other.ok()?,
+            let Some(value) = seq.next_element_seed(Seed {
+                w: self,
+                kind: K::Item(item),
+            })?
+            else {
+                self.leave(mark);
+                break;
             };
-            let name = w.require(name, "name");
-            let provider = w.require(provider, "provider");
-            Some(ProviderAccount {
-                name: name?,
-                provider: provider?,
-                config,
-            })
+            let value = match value {
+                Parsed::Null => self.wrong(K::Item(item), "null"),
+                value => value,
+            };
+            if !matches!(value, Parsed::Bad) {
+                items.push(value);
+            }
+            self.leave(mark);
+            count += 1;
+        }
+        self.lists.pop();
+        if count > MAX_ITEMS {
+            self.problems.insert(
+                start,
+                Problem {
+                    path: self.path.clone(),
+                    message: format!("has {count} items; a list holds at most {MAX_ITEMS}"),
+                },
+            );
+        }
+        fn all<T>(items: Vec<Parsed>, f: impl Fn(Parsed) -> Option<T>) -> Vec<T> {
+            items.into_iter().filter_map(f).collect()
+        }
+        Ok(match item {
+            Item::Site => Parsed::Sites(all(items, |p| match p {
+                Parsed::Site(s) => Some(s),
+                _ => None,
+            })),
+            Item::Account => Parsed::Accounts(all(items, |p| match p {
+                Parsed::Account(a) => Some(a),
+                _ => None,
+            })),
+            Item::Pool => Parsed::Pools(all(items, |p| match p {
+                Parsed::Pool(p) => Some(*p),
+                _ => None,
+            })),
+            Item::Offer => Parsed::Offers(all(items, |p| match p {
+                Parsed::Offer(o) => Some(o),
+                _ => None,
+            })),
+            Item::Flavor => Parsed::Flavors(all(items, |p| match p {
+                Parsed::Flavor(f) => Some(f),
+                _ => None,
+            })),
+            Item::Template => Parsed::Templates(all(items, |p| match p {
+                Parsed::Template(t) => Some(*t),
+                _ => None,
+            })),
         })
     }
 
-    fn pools(&mut self, node: Node<'_>) -> Option<Vec<Pool>> {
-        let mut names: HashMap<String, usize> = HashMap::default();
-        self.list(node, |w, i, node| {
-            let mut name = Field::Absent;
-            let mut site = Field::Absent;
-            let mut class = Field::Absent;
-            let mut gpu_model = Field::Absent;
-            let mut provider_account = Field::Absent;
-            let mut policy = Field::Absent;
-            let mut owner_quota = Field::Absent;
-            let mut offers = Field::Absent;
-            let fields = &[
-                "name",
-                "site",
-                "class",
-                "gpuModel",
-                "providerAccount",
-                "policy",
-                "ownerQuota",
-                "offers",
-            ];
-            w.object(node, "a pool", fields, |w, key, value| {
-                if matches!(value, Node::Null) && !matches!(key, "name" | "site" | "class") {
-                    return;
-                }
-                match key {
-                    "name" => name.set(w.name(value)),
-                    "site" => site.set(w.name(value)),
-                    "class" => class.set(w.choice(
-                        value,
-                        &[
-                            ("vps-host", PoolClass::VpsHost),
-                            ("sandbox-host", PoolClass::SandboxHost),
-                            ("provider", PoolClass::Provider),
-                        ],
-                    )),
-                    "gpuModel" => gpu_model.set(w.text(value)),
-                    "providerAccount" => provider_account.set(w.name(value)),
-                    "policy" => policy.set(w.policy(value)),
-                    "ownerQuota" => owner_quota.set(w.quota(value)),
-                    _ => offers.set(w.offers(value)),
-                }
-            })
-            .then_some(())?;
-            if let Field::Ok(n) = &name {
-                unique(w, &mut names, n.clone(), i, "name", || {
-                    format!("pool \"{n}\"")
-                });
+    /// Reads an object of `kind` and builds it.
+    fn object<'de, A: MapAccess<'de>>(&mut self, mut map: A, kind: K) -> Result<Parsed, A::Error> {
+        let (what, spec) = match kind {
+            K::Document => ("a document", DOCUMENT),
+            K::Policy => ("a policy", POLICY),
+            K::Warm => ("warm", WARM),
+            K::Item(Item::Site) => ("a site", SITE),
+            K::Item(Item::Account) => ("a provider account", ACCOUNT),
+            K::Item(Item::Pool) => ("a pool", POOL),
+            K::Item(Item::Offer) => ("an offer", OFFER),
+            K::Item(Item::Flavor) => ("a flavor", FLAVOR),
+            K::Item(Item::Template) => ("a sandbox template", TEMPLATE),
+            K::Quota | K::Config => return self.map(map, kind),
+            _ => {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                return Ok(self.wrong(kind, "an object"));
             }
-            match (&class, &provider_account) {
-                (Field::Ok(PoolClass::Provider), Field::Absent) => w.report(
-                    "missing required field \"providerAccount\" (a pool of class \"provider\" \
-                     names its provider account)"
-                        .to_owned(),
-                ),
-                (Field::Ok(c), Field::Ok(_)) if *c != PoolClass::Provider => {
-                    let mark = w.enter_key("providerAccount");
-                    w.report("only a pool of class \"provider\" has a provider account".to_owned());
-                    w.leave(mark);
-                    return None;
-                }
-                _ => {}
-            }
-            let name = w.require(name, "name");
-            let site = w.require(site, "site");
-            let class = w.require(class, "class");
-            Some(Pool {
-                name: name?,
-                site: site?,
-                class: class?,
-                gpu_model: gpu_model.optional()?,
-                provider_account: provider_account.optional()?,
-                policy: policy.optional()?,
-                owner_quota: owner_quota.optional()?,
-                offers: offers.optional()?,
-            })
-        })
+        };
+        let mut slots = self.fields(&mut map, what, spec)?;
+        let built = match kind {
+            K::Document => self.build_document(&mut slots),
+            K::Policy => self.build_policy(&mut slots),
+            K::Warm => self.build_warm(&mut slots),
+            K::Item(Item::Site) => self.build_site(&mut slots),
+            K::Item(Item::Account) => self.build_account(&mut slots),
+            K::Item(Item::Pool) => self.build_pool(&mut slots),
+            K::Item(Item::Offer) => self.build_offer(&mut slots),
+            K::Item(Item::Flavor) => self.build_flavor(&mut slots),
+            _ => self.build_template(&mut slots),
+        };
+        Ok(built.unwrap_or(Parsed::Bad))
     }
 
-    fn policy(&mut self, node: Node<'_>) -> Option<Policy> {
-        let mut budget = Field::Absent;
-        self.object(node, "a policy", &["disruptionBudget"], |w, _, value| {
-            budget.set(match value {
-                Node::Num(n) if (0.0..=1.0).contains(&n.as_f64()) => Some(n.as_f64()),
-                Node::Num(n) => {
-                    w.report(format!("must be a number from 0 to 1, not {n}"));
-                    None
-                }
-                other => {
-                    w.report(format!(
-                        "must be a number from 0 to 1, not {}",
-                        other.describe()
-                    ));
-                    None
-                }
-            })
-        })
-        .then_some(())?;
-        let budget = self.require(budget, "disruptionBudget");
-        Some(Policy {
-            disruption_budget: budget?,
-        })
+    fn build_document(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let version = take(slots, 0, |_| Some(1));
+        let list = |slots: &mut Slots, i| take(slots, i, Some).optional().flatten();
+        let document = Document {
+            version: self.require(version, "version").unwrap_or(1),
+            sites: list(slots, 1).and_then(|p| match p {
+                Parsed::Sites(v) => Some(v),
+                _ => None,
+            }),
+            provider_accounts: list(slots, 2).and_then(|p| match p {
+                Parsed::Accounts(v) => Some(v),
+                _ => None,
+            }),
+            pools: list(slots, 3).and_then(|p| match p {
+                Parsed::Pools(v) => Some(v),
+                _ => None,
+            }),
+            flavors: list(slots, 4).and_then(|p| match p {
+                Parsed::Flavors(v) => Some(v),
+                _ => None,
+            }),
+            sandbox_templates: list(slots, 5).and_then(|p| match p {
+                Parsed::Templates(v) => Some(v),
+                _ => None,
+            }),
+        };
+        Some(Parsed::Document(Box::new(document)))
     }
 
-    fn offers(&mut self, node: Node<'_>) -> Option<Vec<Offer>> {
-        let mut tenants: HashMap<String, usize> = HashMap::default();
-        self.list(node, |w, i, node| {
-            let (mut tenant, mut quota, mut priority) =
-                (Field::Absent, Field::Absent, Field::Absent);
-            let fields = &["tenant", "quota", "priority"];
-            w.object(node, "an offer", fields, |w, key, value| match key {
-                "tenant" => tenant.set(w.name(value)),
-                "quota" => quota.set(w.quota(value)),
-                _ => {
-                    if !matches!(value, Node::Null) {
-                        priority.set(w.int(value))
-                    }
-                }
-            })
-            .then_some(())?;
-            if let Field::Ok(t) = &tenant {
-                unique(w, &mut tenants, t.clone(), i, "tenant", || {
-                    format!("offer to tenant \"{t}\"")
-                });
-            }
-            let priority = priority.optional()?;
-            let tenant = w.require(tenant, "tenant");
-            let quota = w.require(quota, "quota");
-            Some(Offer {
-                tenant: tenant?,
-                quota: quota?,
-                priority,
-            })
-        })
+    fn build_policy(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let budget = take(slots, 0, |p| match p {
+            Parsed::F(x) => Some(x),
+            _ => None,
+        });
+        let disruption_budget = self.require(budget, "disruptionBudget")?;
+        Some(Parsed::Policy(Policy { disruption_budget }))
     }
 
-    fn flavors(&mut self, node: Node<'_>) -> Option<Vec<Flavor>> {
-        let mut keys: HashMap<String, usize> = HashMap::default();
-        self.list(node, |w, i, node| {
-            let mut pool = Field::Absent;
-            let mut name = Field::Absent;
-            let mut vcpu = Field::Absent;
-            let mut memory = Field::Absent;
-            let mut disk = Field::Absent;
-            let mut gpu = Field::Absent;
-            let fields = &["pool", "name", "vcpu", "memoryGiB", "diskGiB", "gpu"];
-            w.object(node, "a flavor", fields, |w, key, value| match key {
-                "pool" => pool.set(w.name(value)),
-                "name" => name.set(w.name(value)),
-                "vcpu" => vcpu.set(w.u32(value, 1)),
-                "memoryGiB" => memory.set(w.u32(value, 1)),
-                "diskGiB" => disk.set(w.u32(value, 0)),
-                _ => {
-                    if !matches!(value, Node::Null) {
-                        gpu.set(w.u32(value, 0))
-                    }
-                }
-            })
-            .then_some(())?;
-            if let (Field::Ok(p), Field::Ok(n)) = (&pool, &name) {
-                unique(w, &mut keys, format!("{p}/{n}"), i, "name", || {
-                    format!("flavor \"{n}\" of pool \"{p}\"")
-                });
-            }
-            let gpu = gpu.optional()?;
-            let pool = w.require(pool, "pool");
-            let name = w.require(name, "name");
-            let vcpu = w.require(vcpu, "vcpu");
-            let memory = w.require(memory, "memoryGiB");
-            let disk = w.require(disk, "diskGiB");
-            Some(Flavor {
-                pool: pool?,
-                name: name?,
-                vcpu: vcpu?,
-                memory_gib: memory?,
-                disk_gib: disk?,
-                gpu,
-            })
-        })
-    }
-
-    fn templates(&mut self, node: Node<'_>) -> Option<Vec<SandboxTemplate>> {
-        let mut names: HashMap<String, usize> = HashMap::default();
-        self.list(node, |w, i, node| {
-            let mut name = Field::Absent;
-            let mut pool = Field::Absent;
-            let mut flavor = Field::Absent;
-            let mut image = Field::Absent;
-            let mut env = Field::Absent;
-            let mut network = Field::Absent;
-            let mut warm = Field::Absent;
-            let fields = &[
-                "name", "pool", "flavor", "imageId", "env", "network", "warm",
-            ];
-            w.object(node, "a sandbox template", fields, |w, key, value| {
-                if matches!(value, Node::Null) && matches!(key, "env" | "warm") {
-                    return;
-                }
-                match key {
-                    "name" => name.set(w.name(value)),
-                    "pool" => pool.set(w.name(value)),
-                    "flavor" => flavor.set(w.name(value)),
-                    "imageId" => image.set(w.text(value)),
-                    "env" => env.set(w.string_map(value, true)),
-                    "network" => network.set(w.choice(
-                        value,
-                        &[
-                            ("private", Network::Private),
-                            ("public", Network::Public),
-                            ("none", Network::None),
-                        ],
-                    )),
-                    _ => warm.set(w.warm(value)),
-                }
-            })
-            .then_some(())?;
-            if let Field::Ok(n) = &name {
-                unique(w, &mut names, n.clone(), i, "name", || {
-                    format!("sandbox template \"{n}\"")
-                });
-            }
-            let env = env.optional()?;
-            let warm = warm.optional()?;
-            let name = w.require(name, "name");
-            let pool = w.require(pool, "pool");
-            let flavor = w.require(flavor, "flavor");
-            let image = w.require(image, "imageId");
-            let network = w.require(network, "network");
-            Some(SandboxTemplate {
-                name: name?,
-                pool: pool?,
-                flavor: flavor?,
-                image_id: image?,
-                env,
-                network: network?,
-                warm,
-            })
-        })
-    }
-
-    fn warm(&mut self, node: Node<'_>) -> Option<Warm> {
-        let (mut min, mut max) = (Field::Absent, Field::Absent);
-        self.object(node, "warm", &["min", "max"], |w, key, value| {
-            if key == "min" {
-                min.set(w.u32(value, 0))
-            } else {
-                max.set(w.u32(value, 0))
-            }
-        })
-        .then_some(())?;
+    fn build_warm(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let min = take(slots, 0, u32_of);
+        let max = take(slots, 1, u32_of);
         let (min, max) = (self.require(min, "min"), self.require(max, "max"));
         let (min, max) = (min?, max?);
         if min > max {
             self.report(format!("min ({min}) must not be greater than max ({max})"));
             return None;
         }
-        Some(Warm { min, max })
+        Some(Parsed::Warm(Warm { min, max }))
+    }
+
+    fn build_site(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let name = take(slots, 0, string);
+        let kind = take(slots, 1, |p| match p {
+            Parsed::SiteKind(k) => Some(k),
+            _ => None,
+        });
+        let region = take(slots, 2, string);
+        if let Field::Ok(n) = &name {
+            self.unique("name", n.clone(), || format!("site \"{n}\""));
+        }
+        let name = self.require(name, "name");
+        let kind = self.require(kind, "kind");
+        let region = self.require(region, "region");
+        Some(Parsed::Site(Site {
+            name: name?,
+            kind: kind?,
+            region: region?,
+        }))
+    }
+
+    fn build_account(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let name = take(slots, 0, string);
+        let provider = take(slots, 1, string);
+        let config = take(slots, 2, |p| match p {
+            Parsed::Map(m) => Some(m),
+            _ => None,
+        });
+        if let Field::Ok(n) = &name {
+            self.unique("name", n.clone(), || format!("provider account \"{n}\""));
+        }
+        let name = self.require(name, "name");
+        let provider = self.require(provider, "provider");
+        Some(Parsed::Account(ProviderAccount {
+            name: name?,
+            provider: provider?,
+            config: config.optional()?.unwrap_or_default(),
+        }))
+    }
+
+    fn build_pool(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let name = take(slots, 0, string);
+        let site = take(slots, 1, string);
+        let class = take(slots, 2, |p| match p {
+            Parsed::PoolClass(c) => Some(c),
+            _ => None,
+        });
+        let gpu_model = take(slots, 3, string);
+        let provider_account = take(slots, 4, string);
+        let policy = take(slots, 5, |p| match p {
+            Parsed::Policy(p) => Some(p),
+            _ => None,
+        });
+        let owner_quota = take(slots, 6, |p| match p {
+            Parsed::Quota(q) => Some(q),
+            _ => None,
+        });
+        let offers = take(slots, 7, |p| match p {
+            Parsed::Offers(o) => Some(o),
+            _ => None,
+        });
+        if let Field::Ok(n) = &name {
+            self.unique("name", n.clone(), || format!("pool \"{n}\""));
+        }
+        match (&class, &provider_account) {
+            (Field::Ok(PoolClass::Provider), Field::Absent) => self.report(
+                "missing required field \"providerAccount\" (a pool of class \"provider\" \
+                 names its provider account)"
+                    .to_owned(),
+            ),
+            (Field::Ok(c), Field::Ok(_)) if *c != PoolClass::Provider => {
+                let mark = self.enter_key("providerAccount");
+                self.report("only a pool of class \"provider\" has a provider account".to_owned());
+                self.leave(mark);
+                return None;
+            }
+            _ => {}
+        }
+        let name = self.require(name, "name");
+        let site = self.require(site, "site");
+        let class = self.require(class, "class");
+        Some(Parsed::Pool(Box::new(Pool {
+            name: name?,
+            site: site?,
+            class: class?,
+            gpu_model: gpu_model.optional()?,
+            provider_account: provider_account.optional()?,
+            policy: policy.optional()?,
+            owner_quota: owner_quota.optional()?,
+            offers: offers.optional()?,
+        })))
+    }
+
+    fn build_offer(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let tenant = take(slots, 0, string);
+        let quota = take(slots, 1, |p| match p {
+            Parsed::Quota(q) => Some(q),
+            _ => None,
+        });
+        let priority = take(slots, 2, |p| match p {
+            Parsed::I(i) => Some(i),
+            _ => None,
+        });
+        if let Field::Ok(t) = &tenant {
+            self.unique("tenant", t.clone(), || format!("offer to tenant \"{t}\""));
+        }
+        let tenant = self.require(tenant, "tenant");
+        let quota = self.require(quota, "quota");
+        Some(Parsed::Offer(Offer {
+            tenant: tenant?,
+            quota: quota?,
+            priority: priority.optional()?,
+        }))
+    }
+
+    fn build_flavor(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let pool = take(slots, 0, string);
+        let name = take(slots, 1, string);
+        let vcpu = take(slots, 2, u32_of);
+        let memory = take(slots, 3, u32_of);
+        let disk = take(slots, 4, u32_of);
+        let gpu = take(slots, 5, u32_of);
+        if let (Field::Ok(p), Field::Ok(n)) = (&pool, &name) {
+            self.unique("name", format!("{p}/{n}"), || {
+                format!("flavor \"{n}\" of pool \"{p}\"")
+            });
+        }
+        let pool = self.require(pool, "pool");
+        let name = self.require(name, "name");
+        let vcpu = self.require(vcpu, "vcpu");
+        let memory = self.require(memory, "memoryGiB");
+        let disk = self.require(disk, "diskGiB");
+        Some(Parsed::Flavor(Flavor {
+            pool: pool?,
+            name: name?,
+            vcpu: vcpu?,
+            memory_gib: memory?,
+            disk_gib: disk?,
+            gpu: gpu.optional()?,
+        }))
+    }
+
+    fn build_template(&mut self, slots: &mut Slots) -> Option<Parsed> {
+        let name = take(slots, 0, string);
+        let pool = take(slots, 1, string);
+        let flavor = take(slots, 2, string);
+        let image = take(slots, 3, string);
+        let env = take(slots, 4, |p| match p {
+            Parsed::Map(m) => Some(m),
+            _ => None,
+        });
+        let network = take(slots, 5, |p| match p {
+            Parsed::Network(n) => Some(n),
+            _ => None,
+        });
+        let warm = take(slots, 6, |p| match p {
+            Parsed::Warm(w) => Some(w),
+            _ => None,
+        });
+        if let Field::Ok(n) = &name {
+            self.unique("name", n.clone(), || format!("sandbox template \"{n}\""));
+        }
+        let name = self.require(name, "name");
+        let pool = self.require(pool, "pool");
+        let flavor = self.require(flavor, "flavor");
+        let image = self.require(image, "imageId");
+        let network = self.require(network, "network");
+        Some(Parsed::Template(Box::new(SandboxTemplate {
+            name: name?,
+            pool: pool?,
+            flavor: flavor?,
+            image_id: image?,
+            env: env.optional()?,
+            network: network?,
+            warm: warm.optional()?,
+        })))
     }
 }
 
-/// Records `key` for item `index`, reporting it at `<item>.<field>` when an earlier item has it.
-fn unique(
-    w: &mut Walker,
-    seen: &mut HashMap<String, usize>,
-    key: String,
-    index: usize,
-    field: &str,
-    what: impl FnOnce() -> String,
-) {
-    match seen.entry(key) {
-        std::collections::hash_map::Entry::Occupied(first) => {
-            let first = *first.get();
-            w.repeated(field, what(), first);
+fn choices<T>(options: &[(&str, T)], got: &str) -> String {
+    let names: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+    let expect = match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    format!("must be {expect}, not {got}")
+}
+
+/// Reads one value as `kind` expects, with the walker.
+struct Seed<'w> {
+    w: &'w mut Walker,
+    kind: K,
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Parsed;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Parsed, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = Parsed;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Parsed, E> {
+        Ok(Parsed::Null)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Parsed, E> {
+        Ok(self.w.wrong(self.kind, "true or false"))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Parsed, E> {
+        Ok(self.w.number(self.kind, Num::U(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Parsed, E> {
+        Ok(self.w.number(self.kind, Num::I(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Parsed, E> {
+        Ok(self.w.number(self.kind, Num::F(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Parsed, E> {
+        Ok(self.w.string_value(self.kind, Cow::Borrowed(v)))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Parsed, E> {
+        Ok(self.w.string_value(self.kind, Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
+        match self.kind {
+            K::List(item) => self.w.list(seq, item),
+            kind => {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(self.w.wrong(kind, "a list"))
+            }
         }
-        std::collections::hash_map::Entry::Vacant(slot) => {
-            slot.insert(index);
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Parsed, A::Error> {
+        self.w.object(map, self.kind)
+    }
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
         }
+        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

@@ -17,7 +17,11 @@ use crate::hash::{HashMap, HashSet};
 use crate::ids;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+/// An id: borrowed from the export, or derived for an object this plan creates.
+type Id<'a> = Cow<'a, str>;
 
 /// The reason every prune delete carries.
 pub const PRUNE_REASON: &str = "not in the document (prune)";
@@ -129,12 +133,12 @@ struct Planner<'a> {
     cur_pools: HashMap<&'a str, &'a Pool>,
     cur_templates: HashMap<&'a str, &'a SandboxTemplate>,
     /// Existing flavors by (pool id, name).
-    cur_flavors: HashMap<(String, &'a str), &'a Flavor>,
-    site_ids: HashMap<&'a str, String>,
-    account_ids: HashMap<&'a str, String>,
-    pool_ids: HashMap<&'a str, String>,
+    cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor>,
+    site_ids: HashMap<&'a str, Id<'a>>,
+    account_ids: HashMap<&'a str, Id<'a>>,
+    pool_ids: HashMap<&'a str, Id<'a>>,
     /// Flavor ids by (pool id, flavor name): the document's, the export's, offered pools'.
-    flavor_ids: HashMap<(String, &'a str), String>,
+    flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
     /// Export names matched by a document item, per kind: these are not pruned.
     matched: HashSet<(Kind, &'a str)>,
     changes: Vec<Change>,
@@ -182,7 +186,7 @@ impl<'a> Planner<'a> {
             pool_ids: HashMap::default(),
             flavor_ids: HashMap::default(),
             matched: HashSet::default(),
-            changes: Vec::new(),
+            changes: Vec::with_capacity(ex.objects.len() + 16),
             calls: Vec::new(),
         };
         planner.index_ids();
@@ -201,8 +205,8 @@ impl<'a> Planner<'a> {
                     Kind::Pool => &mut self.pool_ids,
                     _ => continue,
                 };
-                map.insert(id.as_str(), id.clone());
-                map.insert(object.name.as_str(), id.clone());
+                map.insert(id.as_str(), Cow::Borrowed(id));
+                map.insert(object.name.as_str(), Cow::Borrowed(id));
             }
         }
         for s in slice(&ex.config.sites) {
@@ -218,10 +222,13 @@ impl<'a> Planner<'a> {
             self.pool_ids.insert(&p.name, id);
         }
         for offered in &ex.offered_pools {
-            self.pool_ids.insert(&offered.id, offered.id.clone());
+            self.pool_ids
+                .insert(&offered.id, Cow::Borrowed(&offered.id));
             for f in &offered.flavors {
-                self.flavor_ids
-                    .insert((offered.id.clone(), f.name.as_str()), f.id.clone());
+                self.flavor_ids.insert(
+                    (Cow::Borrowed(offered.id.as_str()), f.name.as_str()),
+                    Cow::Borrowed(f.id.as_str()),
+                );
             }
         }
         for s in slice(&doc.sites) {
@@ -242,7 +249,7 @@ impl<'a> Planner<'a> {
         }
         for f in slice(&ex.config.flavors) {
             let pool = self.pool_ids.get(f.pool.as_str()).cloned();
-            let pool = pool.unwrap_or_else(|| f.pool.clone());
+            let pool = pool.unwrap_or(Cow::Borrowed(&f.pool));
             let id = self.existing_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name));
             self.flavor_ids.insert((pool.clone(), &f.name), id);
             self.cur_flavors.insert((pool, &f.name), f);
@@ -257,7 +264,9 @@ impl<'a> Planner<'a> {
             };
             let id = match self.cur_flavors.get(&(pool.clone(), f.name.as_str())) {
                 Some(cur) => self.existing_id(Kind::Flavor, &format!("{}/{}", cur.pool, cur.name)),
-                None => self.derived_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name)),
+                None => {
+                    Cow::Owned(self.derived_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name)))
+                }
             };
             self.flavor_ids.insert((pool, &f.name), id);
         }
@@ -283,23 +292,23 @@ impl<'a> Planner<'a> {
     }
 
     /// The id of an existing item by its export name.
-    fn existing_id(&self, kind: Kind, export_name: &str) -> String {
+    fn existing_id(&self, kind: Kind, export_name: &str) -> Id<'a> {
         match self
             .objects
             .get(&(kind, export_name))
-            .and_then(|o| o.id.clone())
+            .and_then(|o| o.id.as_deref())
         {
-            Some(id) => id,
+            Some(id) => Cow::Borrowed(id),
             // An export without the object's id: the id it would have if fleet created it.
-            None => self.derived_id(kind, export_name),
+            None => Cow::Owned(self.derived_id(kind, export_name)),
         }
     }
 
     /// The id of a document item: the existing object's, or the one its create call makes.
-    fn id_of(&self, kind: Kind, name: &'a str) -> String {
+    fn id_of(&self, kind: Kind, name: &'a str) -> Id<'a> {
         match self.existing_name(kind, name) {
             Some(existing) => self.existing_id(kind, existing),
-            None => self.derived_id(kind, name),
+            None => Cow::Owned(self.derived_id(kind, name)),
         }
     }
 
@@ -320,7 +329,7 @@ impl<'a> Planner<'a> {
     }
 
     /// True when two references name the same object (`fra` and `site_01…` may).
-    fn same(map: &HashMap<&str, String>, a: &str, b: &str) -> bool {
+    fn same(map: &HashMap<&str, Id<'_>>, a: &str, b: &str) -> bool {
         a == b || matches!((map.get(a), map.get(b)), (Some(x), Some(y)) if x == y)
     }
 
@@ -479,7 +488,9 @@ impl<'a> Planner<'a> {
                         let call = (!diff.is_empty()).then(|| {
                             Call::ProviderAccountUpdate(ProviderAccountUpdate {
                                 tenant_id: self.tenant.to_owned(),
-                                id: self.existing_id(Kind::ProviderAccount, existing),
+                                id: self
+                                    .existing_id(Kind::ProviderAccount, existing)
+                                    .into_owned(),
                                 if_revision: self
                                     .revision(Kind::ProviderAccount, existing)
                                     .unwrap_or(0),
@@ -509,7 +520,7 @@ impl<'a> Planner<'a> {
                 if let Some(account) = &p.provider_account
                     && let Some(id) = self.account_ids.get(account.as_str())
                 {
-                    let user = users.entry(id.clone()).or_insert(&p.name);
+                    let user = users.entry(id.to_string()).or_insert(&p.name);
                     if p.name.as_str() < *user {
                         *user = &p.name;
                     }
@@ -523,14 +534,14 @@ impl<'a> Planner<'a> {
                     continue;
                 }
                 let id = self.existing_id(Kind::ProviderAccount, &cur.name);
-                let notes = match users.get(id.as_str()) {
+                let notes = match users.get(&*id) {
                     Some(pool) => vec![format!("provider account is used by pool \"{pool}\"")],
                     None => vec![],
                 };
                 let call = Call::ProviderAccountDelete(Delete {
                     tenant_id: self.tenant.to_owned(),
                     if_revision: self.revision(Kind::ProviderAccount, &cur.name).unwrap_or(0),
-                    id,
+                    id: id.into_owned(),
                 });
                 let step = step::PROVIDER_ACCOUNT_DELETE;
                 self.record(
@@ -565,9 +576,9 @@ impl<'a> Planner<'a> {
             None => slice(&self.ex.config.sandbox_templates),
         };
         let mut users: HashMap<String, String> = HashMap::default();
-        let mut use_pool = |pool_id: Option<&String>, user: String| {
+        let mut use_pool = |pool_id: Option<&Id>, user: String| {
             if let Some(id) = pool_id {
-                let entry = users.entry(id.clone()).or_insert_with(|| user.clone());
+                let entry = users.entry(id.to_string()).or_insert_with(|| user.clone());
                 if user < *entry {
                     *entry = user;
                 }
@@ -587,14 +598,14 @@ impl<'a> Planner<'a> {
                 continue;
             }
             let id = self.existing_id(Kind::Pool, &cur.name);
-            let notes = match users.get(id.as_str()) {
+            let notes = match users.get(&*id) {
                 Some(user) => vec![format!("pool is used by {user}")],
                 None => vec![],
             };
             let call = Call::PoolArchive(Delete {
                 tenant_id: self.tenant.to_owned(),
                 if_revision: self.revision(Kind::Pool, &cur.name).unwrap_or(0),
-                id,
+                id: id.into_owned(),
             });
             let step = step::POOL_ARCHIVE;
             self.record(
@@ -620,7 +631,7 @@ impl<'a> Planner<'a> {
             if id.is_none() {
                 notes.push(format!("unknown provider account \"{a}\""));
             }
-            id.unwrap_or_else(|| a.clone())
+            id.map_or_else(|| a.clone(), Cow::into_owned)
         });
         let existing = self.existing_name(Kind::Pool, &p.name);
         let pool_id = self.id_of(Kind::Pool, &p.name);
@@ -629,7 +640,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolCreate(PoolCreate {
                     tenant_id: self.tenant.to_owned(),
                     idempotency_key: Some(self.key(Kind::Pool, &p.name)),
-                    site_id: site_id.unwrap_or_else(|| p.site.clone()),
+                    site_id: site_id.map_or_else(|| p.site.clone(), Cow::into_owned),
                     class: p.class,
                     gpu_model: p.gpu_model.clone(),
                     provider_account_id: account_id,
@@ -671,7 +682,7 @@ impl<'a> Planner<'a> {
                 let call = (!diff.is_empty()).then(|| {
                     Call::PoolUpdate(PoolUpdate {
                         tenant_id: self.tenant.to_owned(),
-                        id: pool_id.clone(),
+                        id: pool_id.to_string(),
                         if_revision: self.revision(Kind::Pool, existing).unwrap_or(0),
                         policy: p.policy.clone(),
                     })
@@ -850,7 +861,7 @@ impl<'a> Planner<'a> {
                     let call = Call::FlavorCreate(FlavorCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Flavor, &name)),
-                        pool_id: pool_id.unwrap_or_else(|| f.pool.clone()),
+                        pool_id: pool_id.map_or_else(|| f.pool.clone(), Cow::into_owned),
                         name: f.name.clone(),
                         vcpu: f.vcpu,
                         memory_gib: f.memory_gib,
@@ -872,7 +883,7 @@ impl<'a> Planner<'a> {
                     let call = (!diff.is_empty()).then(|| {
                         Call::FlavorUpdate(FlavorUpdate {
                             tenant_id: self.tenant.to_owned(),
-                            id: self.existing_id(Kind::Flavor, &cur_name),
+                            id: self.existing_id(Kind::Flavor, &cur_name).into_owned(),
                             if_revision: self.revision(Kind::Flavor, &cur_name).unwrap_or(0),
                             vcpu: f.vcpu,
                             memory_gib: f.memory_gib,
@@ -893,7 +904,7 @@ impl<'a> Planner<'a> {
                 let name = format!("{}/{}", cur.pool, cur.name);
                 let call = Call::FlavorDelete(Delete {
                     tenant_id: self.tenant.to_owned(),
-                    id: self.existing_id(Kind::Flavor, &name),
+                    id: self.existing_id(Kind::Flavor, &name).into_owned(),
                     if_revision: self.revision(Kind::Flavor, &name).unwrap_or(0),
                 });
                 let call = Some((step::FLAVOR_DELETE, call));
@@ -927,14 +938,14 @@ impl<'a> Planner<'a> {
             } else if flavor_id.is_none() {
                 notes.push(format!("unknown flavor \"{}/{}\"", t.pool, t.flavor));
             }
-            let flavor_id = flavor_id.unwrap_or_else(|| t.flavor.clone());
+            let flavor_id = flavor_id.map_or_else(|| t.flavor.clone(), Cow::into_owned);
             match self.existing_name(Kind::SandboxTemplate, &t.name) {
                 None => {
                     let call = Call::SandboxTemplateCreate(SandboxTemplateCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::SandboxTemplate, &t.name)),
                         name: t.name.clone(),
-                        pool_id: pool_id.unwrap_or_else(|| t.pool.clone()),
+                        pool_id: pool_id.map_or_else(|| t.pool.clone(), Cow::into_owned),
                         flavor_id,
                         image_id: t.image_id.clone(),
                         env: t.env.clone(),
@@ -985,7 +996,9 @@ impl<'a> Planner<'a> {
                     let call = (!diff.is_empty()).then(|| {
                         Call::SandboxTemplateUpdate(SandboxTemplateUpdate {
                             tenant_id: self.tenant.to_owned(),
-                            id: self.existing_id(Kind::SandboxTemplate, existing),
+                            id: self
+                                .existing_id(Kind::SandboxTemplate, existing)
+                                .into_owned(),
                             if_revision: self
                                 .revision(Kind::SandboxTemplate, existing)
                                 .unwrap_or(0),
@@ -1017,7 +1030,9 @@ impl<'a> Planner<'a> {
                 }
                 let call = Call::SandboxTemplateDelete(Delete {
                     tenant_id: self.tenant.to_owned(),
-                    id: self.existing_id(Kind::SandboxTemplate, &cur.name),
+                    id: self
+                        .existing_id(Kind::SandboxTemplate, &cur.name)
+                        .into_owned(),
                     if_revision: self.revision(Kind::SandboxTemplate, &cur.name).unwrap_or(0),
                 });
                 let call = Some((step::TEMPLATE_DELETE, call));
@@ -1035,8 +1050,31 @@ impl<'a> Planner<'a> {
     }
 
     fn finish(self) -> Plan {
-        let mut changes = self.changes;
-        changes.sort_unstable_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        // Sort indices, not changes (a change is a few hundred bytes); the first 8 bytes of a
+        // name, read as one number, settle most comparisons without comparing strings.
+        let prefix = |name: &str| {
+            let mut word = [0u8; 8];
+            let n = name.len().min(8);
+            word[..n].copy_from_slice(&name.as_bytes()[..n]);
+            u64::from_be_bytes(word)
+        };
+        let mut order: Vec<(Kind, u64, usize)> = self
+            .changes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.kind, prefix(&c.name), i))
+            .collect();
+        let names = &self.changes;
+        order.sort_unstable_by(|a, b| {
+            (a.0, a.1)
+                .cmp(&(b.0, b.1))
+                .then_with(|| names[a.2].name.cmp(&names[b.2].name))
+        });
+        let mut slots: Vec<Option<Change>> = self.changes.into_iter().map(Some).collect();
+        let changes: Vec<Change> = order
+            .iter()
+            .map(|&(_, _, i)| slots[i].take().expect("each change once"))
+            .collect();
         let mut calls = self.calls;
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
         let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();
