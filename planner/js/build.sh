@@ -27,7 +27,8 @@ if [[ -n "$want" && "$want" != "$have" ]]; then
   exit 1
 fi
 
-cargo build --manifest-path "$root/Cargo.toml" -p planner --features wasm \
+CARGO_PROFILE_RELEASE_LTO="${CARGO_PROFILE_RELEASE_LTO:-fat}" CARGO_PROFILE_RELEASE_CODEGEN_UNITS="${CARGO_PROFILE_RELEASE_CODEGEN_UNITS:-1}" \
+  cargo build --manifest-path "$root/Cargo.toml" -p planner --features wasm \
   --target wasm32-unknown-unknown --profile "$profile"
 wasm="$target_dir/wasm32-unknown-unknown/$profile/planner.wasm"
 
