@@ -19,6 +19,7 @@ pub mod events;
 pub mod fleet;
 pub mod iam;
 pub mod objects;
+pub mod ratelimit;
 pub mod reconciler;
 pub mod webhooks;
 
@@ -377,6 +378,10 @@ pub fn router(state: AppState) -> Router {
             }),
         )
         .route("/api/{method}", get(api::handle).post(api::handle))
+        .layer(axum::middleware::from_fn_with_state(
+            ratelimit::Limiter::from_env(),
+            ratelimit::limit,
+        ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(TraceLayer::new_for_http())
         .with_state(state.clone())
