@@ -508,6 +508,22 @@ fn query_input(pairs: Vec<(String, String)>) -> Vec<u8> {
     Value::Object(map).to_string().into_bytes()
 }
 
+/// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): the error envelope,
+/// not a bare 405 with no body.
+pub async fn wrong_verb(verb: HttpMethod) -> Response {
+    let mut response = ApiError::with(
+        Code::InvalidInput,
+        format!("{verb} is not a verb of the API: use POST (reads also GET)"),
+        json!({ "path": "", "allow": ["GET", "POST"] }),
+    )
+    .into_response();
+    response.headers_mut().insert(
+        axum::http::header::ALLOW,
+        axum::http::HeaderValue::from_static("GET, HEAD, POST"),
+    );
+    response
+}
+
 /// `POST|GET /api/<method>`.
 pub async fn handle(
     State(state): State<AppState>,

@@ -377,7 +377,10 @@ pub fn router(state: AppState) -> Router {
                 async move { Json((*doc).clone()) }
             }),
         )
-        .route("/api/{method}", get(api::handle).post(api::handle))
+        .route(
+            "/api/{method}",
+            get(api::handle).post(api::handle).fallback(api::wrong_verb),
+        )
         .layer(axum::middleware::from_fn_with_state(
             ratelimit::Limiter::from_env(),
             ratelimit::limit,
