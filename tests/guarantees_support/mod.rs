@@ -43,62 +43,79 @@ impl Database {
 
     /// Runs `sql` (one scalar integer answer) directly against the database.
     pub async fn count(&self, sql: &str) -> i64 {
-        match self.db {
-            Db::Sqlite => {
-                let mut conn = sqlx::sqlite::SqliteConnection::connect(&self.url)
-                    .await
-                    .expect("opening the SQLite file");
-                sqlx::query_scalar::<_, i64>(sql)
-                    .fetch_one(&mut conn)
-                    .await
-                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            }
-            Db::Postgres => {
-                let mut conn = sqlx::postgres::PgConnection::connect(&self.url)
-                    .await
-                    .expect("connecting to the test database");
-                sqlx::query_scalar::<_, i64>(sql)
-                    .fetch_one(&mut conn)
-                    .await
-                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            }
-        }
+        count_at(self.db, &self.url, sql).await
     }
 
     /// Every text value of every column of `table`, as stored.
     pub async fn texts(&self, table: &str) -> Vec<String> {
-        let sql = format!("SELECT * FROM {table}");
-        let mut out = Vec::new();
-        match self.db {
-            Db::Sqlite => {
-                use sqlx::{Column as _, Row as _};
-                let mut conn = sqlx::sqlite::SqliteConnection::connect(&self.url)
-                    .await
-                    .unwrap();
-                for row in sqlx::query(&sql).fetch_all(&mut conn).await.unwrap() {
-                    for c in row.columns() {
-                        if let Ok(Some(s)) = row.try_get::<Option<String>, _>(c.ordinal()) {
-                            out.push(s);
-                        }
-                    }
-                }
-            }
-            Db::Postgres => {
-                use sqlx::{Column as _, Row as _};
-                let mut conn = sqlx::postgres::PgConnection::connect(&self.url)
-                    .await
-                    .unwrap();
-                for row in sqlx::query(&sql).fetch_all(&mut conn).await.unwrap() {
-                    for c in row.columns() {
-                        if let Ok(Some(s)) = row.try_get::<Option<String>, _>(c.ordinal()) {
-                            out.push(s);
-                        }
+        texts_at(self.db, &self.url, table).await
+    }
+}
+
+/// The database URL of a server started by `server_support::Fleet`.
+pub fn url_of(fleet: &crate::server_support::Fleet, db: Db) -> String {
+    match db {
+        Db::Sqlite => format!(
+            "sqlite://{}",
+            fleet.server.workdir().join("data/fleet.db").display()
+        ),
+        Db::Postgres => fleet.database.clone(),
+    }
+}
+
+/// Runs `sql` (one scalar integer answer) directly against the database at `url`.
+pub async fn count_at(db: Db, url: &str, sql: &str) -> i64 {
+    match db {
+        Db::Sqlite => {
+            let mut conn = sqlx::sqlite::SqliteConnection::connect(url)
+                .await
+                .expect("opening the SQLite file");
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        }
+        Db::Postgres => {
+            let mut conn = sqlx::postgres::PgConnection::connect(url)
+                .await
+                .expect("connecting to the test database");
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        }
+    }
+}
+
+/// Every text value of every column of `table` at `url`, as stored.
+pub async fn texts_at(db: Db, url: &str, table: &str) -> Vec<String> {
+    let sql = format!("SELECT * FROM {table}");
+    let mut out = Vec::new();
+    match db {
+        Db::Sqlite => {
+            use sqlx::{Column as _, Row as _};
+            let mut conn = sqlx::sqlite::SqliteConnection::connect(url).await.unwrap();
+            for row in sqlx::query(&sql).fetch_all(&mut conn).await.unwrap() {
+                for c in row.columns() {
+                    if let Ok(Some(s)) = row.try_get::<Option<String>, _>(c.ordinal()) {
+                        out.push(s);
                     }
                 }
             }
         }
-        out
+        Db::Postgres => {
+            use sqlx::{Column as _, Row as _};
+            let mut conn = sqlx::postgres::PgConnection::connect(url).await.unwrap();
+            for row in sqlx::query(&sql).fetch_all(&mut conn).await.unwrap() {
+                for c in row.columns() {
+                    if let Ok(Some(s)) = row.try_get::<Option<String>, _>(c.ordinal()) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
     }
+    out
 }
 
 impl Drop for Database {
@@ -244,4 +261,103 @@ pub async fn eventually(within: Duration, mut f: impl AsyncFnMut() -> bool) -> b
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A `better-compute serve` on a fresh SQLite file whose stderr (every log line, at
+/// `RUST_LOG=trace`) goes to a file the test reads. Killed when dropped.
+pub struct LoggedServer {
+    child: std::process::Child,
+    /// `http://ADDR`.
+    pub base: String,
+    /// The administrator's key.
+    pub key: String,
+    /// The SQLite file.
+    pub database: std::path::PathBuf,
+    dir: crate::common::TempDir,
+}
+
+impl LoggedServer {
+    /// Starts it with `env` added and waits until it listens.
+    pub fn start(env: &[(&str, &str)]) -> LoggedServer {
+        use std::io::BufRead as _;
+        let dir = crate::common::TempDir::new("logged");
+        let database = dir.path().join("fleet.db");
+        let stderr = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
+        let mut command = std::process::Command::new(crate::common::binary());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--database"])
+            .arg(format!("sqlite://{}", database.display()))
+            .current_dir(dir.path())
+            .env("RUST_LOG", "trace")
+            .env_remove("BETTER_COMPUTE_FAULT")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("starting the server");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let (mut key, mut base) = (String::new(), String::new());
+        for line in lines.by_ref() {
+            let line = line.expect("reading the server's stdout");
+            if let Some(k) = line.strip_prefix("admin api key: ") {
+                key = k.to_string();
+            }
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                base = addr.trim().to_string();
+                break;
+            }
+        }
+        assert!(!base.is_empty(), "the server did not start");
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        LoggedServer {
+            child,
+            base,
+            key,
+            database,
+            dir,
+        }
+    }
+
+    /// Everything it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
+    }
+
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The bytes of the database file and its WAL and journal, as on disk.
+    pub fn database_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for suffix in ["", "-wal", "-journal", "-shm"] {
+            let path = format!("{}{suffix}", self.database.display());
+            if let Ok(b) = std::fs::read(path) {
+                bytes.extend(b);
+            }
+        }
+        bytes
+    }
+}
+
+impl Drop for LoggedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = self.log();
+            let bytes = log.as_bytes();
+            let tail = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(20_000)..]);
+            eprintln!("--- server stderr (tail) ---\n{tail}");
+        }
+    }
+}
+
+/// Whether `needle` occurs in `haystack` (bytes).
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }

@@ -1,0 +1,924 @@
+//! Hostile input and security over HTTP (docs/guarantees.md, "Hostile input", "Every method
+//! authenticates and authorizes", "Secrets never stored or logged", "Rate limits"): each
+//! refusal is a clear error envelope and changes nothing.
+
+mod common;
+mod guarantees_support;
+mod server_support;
+
+use guarantees_support::{LoggedServer, contains, count_at, figure, texts_at, url_of};
+use serde_json::{Value, json};
+use server_support::{Db, Fleet, seed_document};
+use std::time::Duration;
+
+/// Rows of every table but the audit (which records refusals), to show nothing changed.
+async fn snapshot(fleet: &Fleet, db: Db) -> Vec<(String, i64)> {
+    let url = url_of(fleet, db);
+    let mut out = Vec::new();
+    for table in [
+        "tenants",
+        "principals",
+        "api_keys",
+        "grants",
+        "sites",
+        "pools",
+        "pool_owner_quotas",
+        "pool_offers",
+        "provider_accounts",
+        "flavors",
+        "sandbox_templates",
+        "fleet_names",
+        "fleet_applied",
+        "webhooks",
+    ] {
+        let n = count_at(db, &url, &format!("SELECT COUNT(*) FROM {table}")).await;
+        // Revisions too: an update changes no count.
+        let revisions = if ["fleet_names", "fleet_applied"].contains(&table) {
+            0
+        } else {
+            count_at(
+                db,
+                &url,
+                &format!("SELECT CAST(COALESCE(SUM(revision), 0) AS BIGINT) FROM {table}"),
+            )
+            .await
+        };
+        out.push((table.to_string(), n * 1_000_000 + revisions));
+    }
+    out
+}
+
+async fn fleet_with_seed(db: Db, args: &[&str], env: &[(&str, &str)]) -> Fleet {
+    let fleet = Fleet::start_env(db, args, env).await;
+    for t in ["acme", "globex"] {
+        fleet.ok("tenant.create", json!({ "id": t })).await;
+    }
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    fleet
+}
+
+/// Sends `body` with `content_type` as `verb` to `path`, and checks the answer is the error
+/// envelope with `status` and `code`.
+async fn refused(
+    fleet: &Fleet,
+    label: &str,
+    verb: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+    (status, code): (u16, &str),
+) {
+    let verb = reqwest::Method::from_bytes(verb.as_bytes()).unwrap();
+    let response = fleet
+        .client()
+        .request(verb, fleet.server.url(path))
+        .bearer_auth(&fleet.key)
+        .header("content-type", content_type)
+        .body(body)
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{label}: no answer: {e}"));
+    let got = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let envelope: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|_| panic!("{label}: not a JSON envelope ({got}): {text:.300}"));
+    let error = &envelope["error"];
+    assert_eq!(
+        (got, error["code"].as_str().unwrap_or_default()),
+        (status, code),
+        "{label}: {text:.500}"
+    );
+    assert!(
+        error["message"].as_str().is_some_and(|m| !m.is_empty()) && error["details"].is_object(),
+        "{label}: a clear envelope: {text:.500}"
+    );
+}
+
+fn plan_body(config: &str) -> Vec<u8> {
+    format!(r#"{{"tenantId":"root","config":{config}}}"#).into_bytes()
+}
+
+async fn hostile_inputs_are_refused_and_change_nothing(db: Db) {
+    let fleet = fleet_with_seed(db, &[], &[]).await;
+    let before = snapshot(&fleet, db).await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let pool = fleet.ok("pool.list", json!({ "tenantId": "root" })).await["items"][0].clone();
+    let json = "application/json";
+    let bad = (400, "INVALID_INPUT");
+    let pool_with = |field: &str| {
+        format!(
+            r#"{{"version":1,"pools":[{{"name":"vps-fra","site":"fra","class":"vps-host",{field}}}]}}"#
+        )
+    };
+    let deep_list = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_object = format!("{}1{}", r#"{"a":"#.repeat(50_000), "}".repeat(50_000));
+    let mut cases: Vec<(String, &str, String, &str, Vec<u8>, (u16, &str))> = vec![
+        (
+            "a body over 16 MiB".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            {
+                let mut b = plan_body(r#"{"version":1,"sites":[]}"#);
+                b.extend(std::iter::repeat_n(b' ', 17 * 1024 * 1024));
+                b
+            },
+            (413, "PAYLOAD_TOO_LARGE"),
+        ),
+        (
+            "a list nested 100000 deep".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(&deep_list),
+            bad,
+        ),
+        (
+            "an object nested 50000 deep".into(),
+            "POST",
+            "/api/fleet.plan".into(),
+            json,
+            plan_body(&deep_object),
+            bad,
+        ),
+        (
+            "an input nested 50000 deep".into(),
+            "POST",
+            "/api/pool.update".into(),
+            json,
+            deep_object.clone().into_bytes(),
+            bad,
+        ),
+        (
+            "invalid UTF-8".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            {
+                let mut b = plan_body(r#"{"version":1,"sites":[{"name":"x"#);
+                b.extend([0xff, 0xfe, 0xc0, 0x80]);
+                b.extend(br#"","kind":"shared","region":"eu"}]}}"#);
+                b
+            },
+            bad,
+        ),
+        (
+            "a lone surrogate".into(),
+            "POST",
+            "/api/tenant.create".into(),
+            json,
+            br#"{"id":"\ud800"}"#.to_vec(),
+            bad,
+        ),
+        (
+            "a NUL in a name".into(),
+            "POST",
+            "/api/tenant.create".into(),
+            json,
+            br#"{"id":"a\u0000b"}"#.to_vec(),
+            bad,
+        ),
+        (
+            "a name of 100000 characters".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(&format!(
+                r#"{{"version":1,"sites":[{{"name":"{}","kind":"shared","region":"eu"}}]}}"#,
+                "a".repeat(100_000)
+            )),
+            bad,
+        ),
+        (
+            "1001 sites".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(
+                &json!({ "version": 1, "sites": (0..1001).map(|i| json!({ "name": format!("s{i}"), "kind": "shared", "region": "eu" })).collect::<Vec<_>>() })
+                    .to_string(),
+            ),
+            bad,
+        ),
+        (
+            "duplicate input keys".into(),
+            "POST",
+            "/api/tenant.create".into(),
+            json,
+            br#"{"id":"dupa","id":"dupb"}"#.to_vec(),
+            bad,
+        ),
+        (
+            "duplicate document keys".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(
+                r#"{"version":1,"sites":[{"name":"x","kind":"shared","region":"eu","region":"us"}]}"#,
+            ),
+            bad,
+        ),
+        (
+            "duplicate tenantId".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            br#"{"tenantId":"root","tenantId":"acme","config":{"version":1}}"#.to_vec(),
+            bad,
+        ),
+        (
+            "an unknown field".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(r#"{"version":1,"sitez":[]}"#),
+            bad,
+        ),
+        (
+            "trailing bytes after the JSON".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            br#"{"tenantId":"root","config":{"version":1}} {"#.to_vec(),
+            bad,
+        ),
+        (
+            "JSON that is not an object".into(),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            b"[1,2,3]".to_vec(),
+            bad,
+        ),
+        (
+            "a form body".into(),
+            "POST",
+            "/api/tenant.create".into(),
+            "application/x-www-form-urlencoded",
+            b"id=formed".to_vec(),
+            bad,
+        ),
+        (
+            "a multipart body".into(),
+            "POST",
+            "/api/tenant.create".into(),
+            "multipart/form-data; boundary=x",
+            b"--x\r\nContent-Disposition: form-data; name=\"id\"\r\n\r\nmulti\r\n--x--\r\n".to_vec(),
+            bad,
+        ),
+        (
+            "XML".into(),
+            "POST",
+            "/api/tenant.create".into(),
+            "application/xml",
+            b"<tenant><id>xml</id></tenant>".to_vec(),
+            bad,
+        ),
+        (
+            "an unknown API method".into(),
+            "POST",
+            "/api/fleet.destroy".into(),
+            json,
+            b"{}".to_vec(),
+            (404, "NOT_FOUND"),
+        ),
+        (
+            "an encoded path".into(),
+            "POST",
+            "/api/..%2F..%2Fetc%2Fpasswd".into(),
+            json,
+            b"{}".to_vec(),
+            (404, "NOT_FOUND"),
+        ),
+        (
+            "GET of a write".into(),
+            "GET",
+            "/api/fleet.apply?tenantId=root".into(),
+            json,
+            vec![],
+            bad,
+        ),
+    ];
+    for verb in ["PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "BREW"] {
+        cases.push((
+            format!("the HTTP method {verb}"),
+            verb,
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(&serde_json::to_string(&seed_document()).unwrap()),
+            bad,
+        ));
+    }
+    // Numbers: too big for any integer, negative, fractional, non-finite spellings.
+    for number in [
+        "1e400",
+        "-1e400",
+        "18446744073709551616",
+        "340282366920938463463374607431768211456",
+        "-1",
+        "1.5",
+        "1e2",
+        "NaN",
+        "Infinity",
+        "0x10",
+        "01",
+    ] {
+        // JSON Schema counts 1e2 as the integer 100; a document may write it.
+        if number != "1e2" {
+            cases.push((
+                format!("the quota {number}"),
+                "POST",
+                "/api/fleet.apply".into(),
+                json,
+                plan_body(&pool_with(&format!(r#""ownerQuota":{{"gpu":{number}}}"#))),
+                bad,
+            ));
+        }
+        cases.push((
+            format!("ifRevision {number}"),
+            "POST",
+            "/api/pool.update".into(),
+            json,
+            format!(
+                r#"{{"tenantId":"root","id":"{}","ifRevision":{number},"policy":null}}"#,
+                pool["id"].as_str().unwrap()
+            )
+            .into_bytes(),
+            bad,
+        ));
+    }
+    for (budget, label) in [
+        ("1.0000001", "over 1"),
+        ("-0.5", "negative"),
+        ("1e308", "huge"),
+    ] {
+        cases.push((
+            format!("a disruption budget {label}"),
+            "POST",
+            "/api/fleet.apply".into(),
+            json,
+            plan_body(&pool_with(&format!(
+                r#""policy":{{"disruptionBudget":{budget}}}"#
+            ))),
+            bad,
+        ));
+    }
+    let tried = cases.len();
+    for (label, verb, path, content_type, body, expected) in cases {
+        refused(&fleet, &label, verb, &path, content_type, body, expected).await;
+    }
+    assert_eq!(snapshot(&fleet, db).await, before, "nothing changed");
+    assert_eq!(
+        fleet
+            .ok("fleet.export", json!({ "tenantId": "root" }))
+            .await,
+        export
+    );
+    let health: Value = fleet
+        .client()
+        .get(fleet.server.url("/api/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok", "the server still answers");
+    figure(
+        &format!("hostile.{}.inputs", format!("{db:?}").to_lowercase()),
+        tried,
+    );
+}
+both!(
+    hostile_inputs,
+    hostile_inputs_are_refused_and_change_nothing
+);
+
+/// One valid input per method of the API, so a refusal is the key's, not the input's.
+fn valid_inputs(tenant: &str, ids: &Value) -> Vec<(String, Value)> {
+    let id = |k: &str| ids[k].as_str().unwrap_or("x_0").to_string();
+    let t = tenant;
+    let doc = seed_document();
+    let mut out: Vec<(&str, Value)> = vec![
+        ("fleet.export", json!({ "tenantId": t })),
+        ("fleet.plan", json!({ "tenantId": t, "config": doc })),
+        ("fleet.apply", json!({ "tenantId": t, "config": doc })),
+        ("fleet.status", json!({ "tenantId": t })),
+        ("fleet.check", json!({ "tenantId": t })),
+        ("reconciler.status", json!({})),
+        ("event.list", json!({ "tenantId": t })),
+        (
+            "webhook.create",
+            json!({ "tenantId": t, "url": "https://example.com/hook", "events": ["*"] }),
+        ),
+        ("webhook.list", json!({ "tenantId": t })),
+        ("webhook.delete", json!({ "tenantId": t, "id": "wh_0" })),
+        ("webhook.deliveries", json!({ "tenantId": t, "id": "wh_0" })),
+        (
+            "webhook.redeliver",
+            json!({ "tenantId": t, "id": "wh_0", "eventId": "evt_0" }),
+        ),
+        (
+            "webhook.rotateSecret",
+            json!({ "tenantId": t, "id": "wh_0" }),
+        ),
+        ("tenant.create", json!({ "id": "intruder" })),
+        ("tenant.list", json!({})),
+        (
+            "serviceAccount.create",
+            json!({ "tenantId": t, "name": "intruder" }),
+        ),
+        (
+            "apiKey.create",
+            json!({ "tenantId": t, "principalId": id("principal") }),
+        ),
+        ("apiKey.revoke", json!({ "tenantId": t, "id": id("key") })),
+        (
+            "grant.create",
+            json!({ "tenantId": t, "principalId": id("principal"), "permission": "*" }),
+        ),
+        ("grant.delete", json!({ "tenantId": t, "id": id("grant") })),
+        ("audit.list", json!({ "tenantId": t })),
+        (
+            "providerAccount.create",
+            json!({ "tenantId": t, "name": "intruder", "provider": "hetzner-cloud", "config": {} }),
+        ),
+        (
+            "providerAccount.update",
+            json!({ "tenantId": t, "id": id("providerAccount"), "ifRevision": 1, "config": {} }),
+        ),
+        (
+            "providerAccount.delete",
+            json!({ "tenantId": t, "id": id("providerAccount"), "ifRevision": 1 }),
+        ),
+        (
+            "site.create",
+            json!({ "tenantId": t, "kind": "shared", "region": "eu" }),
+        ),
+        (
+            "pool.create",
+            json!({ "tenantId": t, "siteId": id("site"), "class": "vps-host" }),
+        ),
+        (
+            "pool.update",
+            json!({ "tenantId": t, "id": id("pool"), "ifRevision": 1, "policy": null }),
+        ),
+        (
+            "pool.setOwnerQuota",
+            json!({ "tenantId": t, "poolId": id("pool"), "resource": "gpu", "max": null }),
+        ),
+        (
+            "pool.offer",
+            json!({ "tenantId": t, "poolId": id("pool"), "tenant": "globex", "quota": {} }),
+        ),
+        (
+            "pool.unoffer",
+            json!({ "tenantId": t, "poolId": id("pool"), "tenant": "acme", "ifRevision": 1 }),
+        ),
+        (
+            "pool.archive",
+            json!({ "tenantId": t, "id": id("pool"), "ifRevision": 1 }),
+        ),
+        (
+            "flavor.create",
+            json!({ "tenantId": t, "poolId": id("pool"), "name": "x", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }),
+        ),
+        (
+            "flavor.update",
+            json!({ "tenantId": t, "id": id("flavor"), "ifRevision": 1, "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }),
+        ),
+        (
+            "flavor.delete",
+            json!({ "tenantId": t, "id": id("flavor"), "ifRevision": 1 }),
+        ),
+        (
+            "sandboxTemplate.create",
+            json!({ "tenantId": t, "name": "x", "poolId": id("pool"), "flavorId": id("flavor"), "imageId": "x", "network": "none" }),
+        ),
+        (
+            "sandboxTemplate.update",
+            json!({ "tenantId": t, "id": id("sandboxTemplate"), "ifRevision": 1, "flavorId": id("flavor"), "imageId": "x", "network": "none" }),
+        ),
+        (
+            "sandboxTemplate.delete",
+            json!({ "tenantId": t, "id": id("sandboxTemplate"), "ifRevision": 1 }),
+        ),
+    ];
+    for kind in [
+        "site",
+        "pool",
+        "providerAccount",
+        "flavor",
+        "sandboxTemplate",
+    ] {
+        out.push((
+            Box::leak(format!("{kind}.list").into_boxed_str()),
+            json!({ "tenantId": t }),
+        ));
+        out.push((
+            Box::leak(format!("{kind}.get").into_boxed_str()),
+            json!({ "tenantId": t, "id": id(kind) }),
+        ));
+    }
+    out.into_iter().map(|(m, v)| (m.to_string(), v)).collect()
+}
+
+async fn status_of(fleet: &Fleet, key: Option<&str>, method: &str, input: &Value) -> (u16, Value) {
+    let mut request = fleet
+        .client()
+        .post(fleet.server.url(&format!("/api/{method}")))
+        .json(input);
+    if let Some(key) = key {
+        request = request.header("authorization", key);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+async fn every_method_refuses_bad_keys_and_missing_permissions(db: Db) {
+    let fleet = fleet_with_seed(db, &[], &[]).await;
+    let url = url_of(&fleet, db);
+    // Real ids, so inputs are valid.
+    let (principal, _) = fleet.service_account("root", "victim", &[]).await;
+    let key = fleet
+        .ok(
+            "apiKey.create",
+            json!({ "tenantId": "root", "principalId": principal }),
+        )
+        .await;
+    let grant = fleet
+        .ok(
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": principal, "permission": "compute:site:read" }),
+        )
+        .await;
+    let first = |kind: &str| {
+        let fleet = &fleet;
+        let kind = kind.to_string();
+        async move {
+            fleet
+                .ok(&format!("{kind}.list"), json!({ "tenantId": "root" }))
+                .await["items"][0]["id"]
+                .clone()
+        }
+    };
+    let ids = json!({
+        "principal": principal, "key": key["id"], "grant": grant["id"],
+        "site": first("site").await, "pool": first("pool").await,
+        "providerAccount": first("providerAccount").await, "flavor": first("flavor").await,
+        "sandboxTemplate": first("sandboxTemplate").await,
+    });
+    let inputs = valid_inputs("root", &ids);
+
+    // The table covers every method the OpenAPI document lists.
+    let openapi: Value = fleet
+        .client()
+        .get(fleet.server.url("/api/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut listed: Vec<String> = openapi["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter_map(|p| p.strip_prefix("/api/"))
+        .filter(|m| *m != "health")
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    let mut covered: Vec<String> = inputs.iter().map(|(m, _)| m.clone()).collect();
+    covered.sort();
+    assert_eq!(covered, listed, "one case per method of the API");
+
+    // Keys that are not keys.
+    let (_, revoked) = fleet
+        .service_account("root", "revoked", &[("*", "tenants/root")])
+        .await;
+    // bc_<id>_<secret> is the key of id key_<id>.
+    let revoked_id = format!("key_{}", revoked.split('_').nth(1).unwrap());
+    fleet
+        .ok(
+            "apiKey.revoke",
+            json!({ "tenantId": "root", "id": revoked_id }),
+        )
+        .await;
+    let admin = fleet.key.clone();
+    let wrong_secret = format!("{}x", &admin[..admin.len() - 1]);
+    let bad_keys: Vec<Option<String>> = vec![
+        None,
+        Some(String::new()),
+        Some("Bearer".into()),
+        Some("Bearer ".into()),
+        Some(format!("Basic {admin}")),
+        Some(format!("bearer{admin}")),
+        Some("Bearer bc_nosuchkey_secret".into()),
+        Some("Bearer bc_".into()),
+        Some("Bearer ' OR 1=1 --".into()),
+        Some(format!("Bearer {wrong_secret}")),
+        Some(format!("Bearer {revoked}")),
+    ];
+    // A root key with no permission but compute:site:read: 403 everywhere else.
+    let (_, weak) = fleet
+        .service_account("root", "weak", &[("compute:site:read", "tenants/root")])
+        .await;
+    // A key of another tenant holding everything there: 403 for every fleet method.
+    let (_, acme) = fleet
+        .service_account("acme", "acme-admin", &[("*", "tenants/acme")])
+        .await;
+    let before = snapshot(&fleet, db).await;
+    let forbidden_before = count_at(
+        db,
+        &url,
+        "SELECT COUNT(*) FROM audit WHERE outcome = 'forbidden'",
+    )
+    .await;
+    let mut refusals = 0;
+    for (method, input) in &inputs {
+        for key in &bad_keys {
+            let (status, body) = status_of(&fleet, key.as_deref(), method, input).await;
+            assert_eq!(
+                (status, body["error"]["code"].as_str()),
+                (401, Some("UNAUTHENTICATED")),
+                "{method} with {key:?}: {body}"
+            );
+            refusals += 1;
+        }
+    }
+
+    let mut forbidden = 0;
+    for (method, input) in &inputs {
+        let weak_answer = status_of(&fleet, Some(&format!("Bearer {weak}")), method, input).await;
+        if method.starts_with("site.list") || method.starts_with("site.get") {
+            assert_eq!(weak_answer.0, 200, "{method}: {}", weak_answer.1);
+        } else {
+            assert_eq!(
+                (weak_answer.0, weak_answer.1["error"]["code"].as_str()),
+                (403, Some("FORBIDDEN")),
+                "{method} without its permission: {}",
+                weak_answer.1
+            );
+            forbidden += 1;
+        }
+        if method.starts_with("fleet.") || method.starts_with("reconciler.") {
+            for tenant in ["root", "acme"] {
+                let mut input = input.clone();
+                if input.get("tenantId").is_some() {
+                    input["tenantId"] = json!(tenant);
+                }
+                let (status, body) =
+                    status_of(&fleet, Some(&format!("Bearer {acme}")), method, &input).await;
+                assert_eq!(
+                    (status, body["error"]["code"].as_str()),
+                    (403, Some("FORBIDDEN")),
+                    "{method} for {tenant} with acme's key: {body}"
+                );
+                forbidden += 1;
+            }
+        }
+    }
+    assert_eq!(
+        snapshot(&fleet, db).await,
+        before,
+        "no refusal changed anything"
+    );
+    let forbidden_after = count_at(
+        db,
+        &url,
+        "SELECT COUNT(*) FROM audit WHERE outcome = 'forbidden'",
+    )
+    .await;
+    assert_eq!(
+        forbidden_after - forbidden_before,
+        forbidden,
+        "one audit row per refused attempt"
+    );
+    let label = format!("{db:?}").to_lowercase();
+    figure(&format!("security.{label}.unauthenticated"), refusals);
+    figure(&format!("security.{label}.forbidden"), forbidden);
+}
+both!(
+    keys_and_permissions,
+    every_method_refuses_bad_keys_and_missing_permissions
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_never_stored_or_logged() {
+    let server = LoggedServer::start(&[]);
+    let http = reqwest::Client::new();
+    let post = |method: &str, key: &str, body: Value| {
+        http.post(server.url(&format!("/api/{method}")))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let admin = server.key.clone();
+    assert!(admin.starts_with("bc_"), "the admin key was printed");
+    post("tenant.create", &admin, json!({ "id": "acme" }))
+        .await
+        .unwrap();
+    let sa: Value = post(
+        "serviceAccount.create",
+        &admin,
+        json!({ "tenantId": "root", "name": "ci" }),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let key: Value = post(
+        "apiKey.create",
+        &admin,
+        json!({ "tenantId": "root", "principalId": sa["id"] }),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let sa_key = key["key"].as_str().unwrap().to_string();
+
+    // Literal secrets, where a document or a hand call holds secret-looking keys.
+    let literal = "hunter2-LITERAL-s3cr3t-7f1c";
+    let mut with_token = seed_document();
+    with_token["providerAccounts"][0]["config"]["token"] = json!(literal);
+    let mut with_env = seed_document();
+    with_env["sandboxTemplates"][0]["env"] = json!({ "API_PASSWORD": literal });
+    let mut with_credential = seed_document();
+    with_credential["providerAccounts"][0]["config"]["Credential"] = json!(literal);
+    let attempts = [
+        (
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": with_token }),
+        ),
+        (
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": with_token }),
+        ),
+        (
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": with_env }),
+        ),
+        (
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": with_credential }),
+        ),
+        (
+            "providerAccount.create",
+            json!({ "tenantId": "root", "name": "cloud", "provider": "hetzner-cloud", "config": { "token": literal } }),
+        ),
+    ];
+    for (method, body) in &attempts {
+        let response = post(method, &admin, body.clone()).await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 400, "{method} with a literal secret: {text}");
+        assert!(text.contains("INVALID_INPUT"), "{text}");
+        assert!(
+            !text.contains(literal),
+            "the answer does not echo it: {text}"
+        );
+    }
+    // A request with a key that is not one, and requests with the service account's key.
+    let guess = format!("bc_{}_{}", "0".repeat(26), literal);
+    assert_eq!(
+        post("tenant.list", &guess, json!({}))
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        post("tenant.list", &sa_key, json!({}))
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+
+    // Neither the logs (every level) nor the database file hold a key or the literal.
+    let log = server.log();
+    assert!(log.contains("api call"), "the log was captured: {log:.300}");
+    let secret_of = |key: &str| key.rsplit('_').next().unwrap().to_string();
+    for needle in [
+        literal.to_string(),
+        admin.clone(),
+        sa_key.clone(),
+        secret_of(&admin),
+        secret_of(&sa_key),
+    ] {
+        assert!(!log.contains(&needle), "the log holds {needle}");
+        assert!(
+            !contains(&server.database_bytes(), needle.as_bytes()),
+            "the database file holds {needle}"
+        );
+    }
+    // The stored key is its SHA-256, not the key.
+    let url = format!("sqlite://{}", server.database.display());
+    let stored = texts_at(Db::Sqlite, &url, "api_keys").await;
+    let digest = |k: &str| planner::sha256_hex(k.as_bytes());
+    assert!(stored.contains(&digest(&admin)) && stored.contains(&digest(&sa_key)));
+    assert!(!stored.iter().any(|s| s.contains(&secret_of(&admin))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_targets_never_reach_link_local_or_metadata_addresses() {
+    // Even when private targets are allowed (tests, development).
+    let fleet = Fleet::start(Db::Sqlite, &["--webhook-allow-private"]).await;
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://169.254.170.2/v2/credentials",
+        "http://[fe80::1]/hook",
+        "http://[fd00:ec2::254]/latest",
+        "http://100.100.100.200/latest",
+        "http://168.63.129.16/machine",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://metadata/computeMetadata/v1/",
+        "http://0.0.0.0/hook",
+        "http://[::ffff:169.254.169.254]/latest",
+        "http://224.0.0.1/hook",
+        "file:///etc/passwd",
+        "gopher://127.0.0.1:6379/_",
+    ] {
+        let refused = fleet
+            .fails(
+                "webhook.create",
+                json!({ "tenantId": "root", "url": url, "events": ["*"] }),
+                "INVALID_INPUT",
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{url}");
+    }
+    assert_eq!(
+        fleet
+            .ok("webhook.list", json!({ "tenantId": "root" }))
+            .await["items"],
+        json!([])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_are_per_key() {
+    let fleet = Fleet::start_env(Db::Sqlite, &[], &[("BETTER_COMPUTE_RATE_LIMIT", "2:5")]).await;
+    let admin = fleet.key.clone();
+    let (_, other) = fleet
+        .service_account("root", "other", &[("iam:tenant:read", "tenants/root")])
+        .await;
+    // The three calls above took from the administrator's bucket: let it fill up again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let list = |key: String| {
+        let fleet = &fleet;
+        async move {
+            status_of(
+                fleet,
+                Some(&format!("Bearer {key}")),
+                "tenant.list",
+                &json!({}),
+            )
+            .await
+        }
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(list(admin.clone()).await.0);
+    }
+    assert_eq!(statuses, [200; 5], "the burst passes");
+    let (status, body) = list(admin.clone()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (429, Some("RATE_LIMITED")),
+        "{body}"
+    );
+    assert!(body["error"]["details"]["retryAfterMs"].as_u64().unwrap() > 0);
+    // Another key has its own bucket.
+    assert_eq!(list(other).await.0, 200);
+    // Guesses at the same key's secret share its bucket.
+    let guess = format!("{}x", &admin[..admin.len() - 1]);
+    assert_eq!(list(guess).await.0, 429);
+    // The health check is never limited.
+    let health = fleet
+        .client()
+        .get(fleet.server.url("/api/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    // The bucket refills (2 per second).
+    let refilled = guarantees_support::eventually(Duration::from_secs(5), async || {
+        list(admin.clone()).await.0 == 200
+    })
+    .await;
+    assert!(refilled, "the bucket refills");
+}
