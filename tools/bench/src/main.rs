@@ -1,0 +1,263 @@
+//! The driver of `scripts/bench` (not a library, not part of the test command):
+//!
+//! - `fleet-bench fixture DIR [DESIRED [STATE]]` writes `document.json` and `export.json`, the
+//!   pair of the planner benchmarks (`planner/benches/common/fixture.rs`), for Node, Chromium
+//!   and Terraform;
+//! - `fleet-bench native [--quick]` prints result rows (JSON lines): validate, plan and hash of
+//!   the maximal pair against two typed `serde_json` parses, and the scaling curves;
+//! - `fleet-bench profile [ROUNDS]` runs the pipeline for `valgrind --tool=callgrind`;
+//! - `fleet-bench report ROWS OUT.md SVG_DIR` renders the rows of one run as
+//!   `docs/performance.md` with SVG plots of the curves.
+
+#[path = "../../../planner/benches/common/fixture.rs"]
+mod fixture;
+mod report;
+mod svg;
+
+use planner::{Document, Export, PlanOptions, plan, plan_hash, validate};
+use serde_json::{Value, json};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    let number =
+        |i: usize, default: usize| arg(i).map_or(default, |s| s.parse().expect("a number"));
+    match arg(0) {
+        Some("fixture") => {
+            let dir = std::path::PathBuf::from(arg(1).expect("fixture DIR"));
+            let desired = number(2, fixture::N);
+            let state = number(3, desired);
+            let (doc, export) = fixture::pair(desired, state);
+            std::fs::create_dir_all(&dir).expect("creates the folder");
+            std::fs::write(dir.join("document.json"), doc).expect("writes document.json");
+            std::fs::write(dir.join("export.json"), export).expect("writes export.json");
+        }
+        Some("native") => native(args.iter().any(|a| a == "--quick")),
+        Some("profile") => {
+            let (desired, export) = fixture::pair(fixture::N, fixture::N);
+            for _ in 0..number(1, 3) {
+                black_box(pipeline(&desired, &export, PlanOptions { prune: true }));
+            }
+        }
+        Some("report") => {
+            let rows = std::fs::read_to_string(arg(1).expect("report ROWS")).expect("reads ROWS");
+            let rows: Vec<Value> = rows
+                .lines()
+                .filter(|l| l.starts_with('{'))
+                .map(|l| serde_json::from_str(l).expect("a JSON row"))
+                .collect();
+            let out = std::path::Path::new(arg(2).expect("report OUT.md"));
+            let svg_dir = std::path::Path::new(arg(3).expect("report SVG_DIR"));
+            report::write(&rows, out, svg_dir).expect("writes the report");
+        }
+        _ => {
+            eprintln!("usage: fleet-bench fixture|native|profile|report ...");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The whole native pipeline from bytes: validate the document, read the export, plan, hash.
+fn pipeline(desired: &[u8], export: &[u8], options: PlanOptions) -> usize {
+    let document = validate(desired).expect("the desired document is valid");
+    let export: Export = serde_json::from_slice(export).expect("the export parses");
+    let planned = plan(&document, &export, options);
+    black_box(plan_hash(&planned.calls));
+    planned.calls.len()
+}
+
+/// The peer: two typed serde_json parses of the same bytes.
+fn peer(desired: &[u8], export: &[u8]) -> usize {
+    let document: Document = serde_json::from_slice(desired).expect("parses");
+    let export: Export = serde_json::from_slice(export).expect("parses");
+    black_box(&document);
+    export.objects.len()
+}
+
+/// Runs every candidate once per round, in turn, so that a busy machine slows them alike;
+/// stops after `rounds` rounds or once `budget` is spent (at least 5 rounds). Answers each
+/// candidate's median.
+fn interleaved(
+    candidates: &mut [&mut dyn FnMut()],
+    rounds: usize,
+    budget: Duration,
+) -> Vec<Duration> {
+    let mut times = vec![Vec::new(); candidates.len()];
+    for c in candidates.iter_mut() {
+        c();
+    }
+    let started = Instant::now();
+    for round in 0..rounds {
+        for (c, t) in candidates.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            c();
+            t.push(start.elapsed());
+        }
+        if round >= 4 && started.elapsed() > budget {
+            break;
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut t| {
+            t.sort();
+            t[t.len() / 2]
+        })
+        .collect()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn row(name: &str, time: Duration, peer: Option<(&str, Duration)>, goal: Option<&str>) {
+    let (peer_name, ratio) = match peer {
+        Some((p, t)) => (Some(p), Some(time.as_secs_f64() / t.as_secs_f64())),
+        None => (None, None),
+    };
+    println!(
+        "{}",
+        json!({ "section": "planner-native", "name": name, "ms": ms(time), "peer": peer_name, "ratio": ratio, "goal": goal })
+    );
+}
+
+fn native(quick: bool) {
+    let rounds = if quick { 9 } else { 31 };
+    let budget = Duration::from_secs(if quick { 3 } else { 15 });
+    let (desired, export_bytes) = fixture::pair(fixture::N, fixture::N);
+    let document = validate(&desired).expect("valid");
+    let export: Export = serde_json::from_slice(&export_bytes).expect("parses");
+    let options = PlanOptions { prune: true };
+    let planned = plan(&document, &export, options);
+    assert!(!planned.is_blocked(), "the benchmark plan is not blocked");
+    println!(
+        "{}",
+        json!({ "section": "fixture", "documentBytes": desired.len(), "exportBytes": export_bytes.len(),
+                "objects": export.objects.len(), "calls": planned.calls.len(), "summary": planned.summary })
+    );
+
+    let t = interleaved(
+        &mut [
+            &mut || {
+                black_box(serde_json::from_slice::<Document>(&desired).unwrap());
+            },
+            &mut || {
+                black_box(peer(&desired, &export_bytes));
+            },
+            &mut || {
+                black_box(validate(&desired).unwrap());
+            },
+            &mut || {
+                black_box(serde_json::from_slice::<Export>(&export_bytes).unwrap());
+            },
+            &mut || {
+                black_box(plan(&document, &export, options));
+            },
+            &mut || {
+                black_box(plan_hash(&planned.calls));
+            },
+            &mut || {
+                black_box(pipeline(&desired, &export_bytes, options));
+            },
+        ],
+        rounds,
+        budget,
+    );
+    let (parse_doc, parse_both) = (t[0], t[1]);
+    row(
+        "peer: typed serde_json parse of the document",
+        parse_doc,
+        None,
+        None,
+    );
+    row(
+        "peer: two typed serde_json parses (document + export)",
+        parse_both,
+        None,
+        None,
+    );
+    row(
+        "validate (document bytes)",
+        t[2],
+        Some(("the document's parse", parse_doc)),
+        None,
+    );
+    row("read the export (typed parse)", t[3], None, None);
+    row("plan (typed inputs)", t[4], None, None);
+    row("hash (call list)", t[5], None, None);
+    row(
+        "validate + read export + plan + hash",
+        t[6],
+        Some(("two typed parses", parse_both)),
+        Some("<= 1.3 x"),
+    );
+
+    scaling(quick);
+}
+
+/// Plan time against size: documents and states growing together, then a 10-item document
+/// against a growing state (no prune: the rest of the state is left alone, only looked up).
+fn scaling(quick: bool) {
+    let together: &[usize] = if quick {
+        &[10, 100, 1000, 3000]
+    } else {
+        &[10, 100, 300, 1000, 3000, 8500]
+    };
+    let state_only: &[usize] = if quick {
+        &[100, 1000, 3000]
+    } else {
+        &[100, 300, 1000, 3000, 8500]
+    };
+    let curves: [(&str, usize, &[usize], bool); 2] = [
+        (
+            "document and state grow together (prune)",
+            0,
+            together,
+            true,
+        ),
+        (
+            "10-item document, growing state (no prune)",
+            10,
+            state_only,
+            false,
+        ),
+    ];
+    for (curve, fixed, sizes, prune) in curves {
+        for &n in sizes {
+            let desired_n = if fixed == 0 { n } else { fixed };
+            let (desired, export_bytes) = fixture::pair(desired_n, n);
+            let document = validate(&desired).expect("valid");
+            let export: Export = serde_json::from_slice(&export_bytes).expect("parses");
+            let options = PlanOptions { prune };
+            let objects = export.objects.len();
+            // Enough rounds for about a second per point, 3 at the least.
+            let once = {
+                let start = Instant::now();
+                black_box(plan(&document, &export, options));
+                start.elapsed()
+            };
+            let rounds = ((Duration::from_secs(if quick { 1 } else { 2 }).as_secs_f64()
+                / once.as_secs_f64().max(1e-6)) as usize)
+                .clamp(3, 201);
+            let t = interleaved(
+                &mut [
+                    &mut || {
+                        black_box(plan(&document, &export, options));
+                    },
+                    &mut || {
+                        black_box(pipeline(&desired, &export_bytes, options));
+                    },
+                ],
+                rounds,
+                Duration::from_secs(5),
+            );
+            println!(
+                "{}",
+                json!({ "section": "scaling", "curve": curve, "items": desired_n, "objects": objects,
+                        "planMs": ms(t[0]), "pipelineMs": ms(t[1]) })
+            );
+        }
+    }
+}
