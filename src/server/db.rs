@@ -105,6 +105,16 @@ pub const MIGRATIONS: &[Migration] = &[
         wanted: |_| true,
     },
     Migration {
+        name: "fleet/0004_sites_by_tenant",
+        sql: include_str!("../../migrations/fleet/0004_sites_by_tenant.sql"),
+        wanted: |_| true,
+    },
+    Migration {
+        name: "fleet/0005_flavors_by_tenant",
+        sql: include_str!("../../migrations/fleet/0005_flavors_by_tenant.sql"),
+        wanted: |m| m.vps,
+    },
+    Migration {
         name: "reconciler/0001_queue",
         sql: include_str!("../../migrations/reconciler/0001_queue.sql"),
         wanted: |_| true,
