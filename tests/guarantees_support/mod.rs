@@ -321,6 +321,22 @@ impl LoggedServer {
         }
     }
 
+    /// The process id (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident memory in KiB, from /proc (Linux).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("reading /proc/PID/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
