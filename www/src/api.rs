@@ -50,9 +50,15 @@ pub async fn call<T: DeserializeOwned>(
     method: &str,
     input: &Value,
 ) -> Result<T, ApiError> {
+    send(key, method, input.to_string()).await
+}
+
+/// Calls `method` with the JSON text `body` as `key`, and reads the answer as `T`.
+async fn send<T: DeserializeOwned>(key: &str, method: &str, body: String) -> Result<T, ApiError> {
     let response = Request::post(&format!("/api/{method}"))
         .header("Authorization", &format!("Bearer {key}"))
-        .json(input)
+        .header("Content-Type", "application/json")
+        .body(body)
         .map_err(|e| ApiError::local("BAD_REQUEST", e.to_string()))?
         .send()
         .await
@@ -149,10 +155,13 @@ pub struct Change {
 
 impl From<&planner::Change> for Change {
     fn from(change: &planner::Change) -> Change {
-        let action = serde_json::to_value(change.action)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let action = match change.action {
+            planner::Action::Create => "create",
+            planner::Action::Update => "update",
+            planner::Action::Delete => "delete",
+            planner::Action::Unchanged => "unchanged",
+        }
+        .to_owned();
         Change {
             kind: change.kind.as_str().to_owned(),
             name: change.name.clone(),
@@ -232,19 +241,45 @@ pub struct Exported {
     pub fetched_at: f64,
 }
 
-/// `fleet.export {tenantId}`.
+/// The parts of a `fleet.export` answer besides `config`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExportParts {
+    tenant_id: String,
+    caller: String,
+    config: Value,
+    #[serde(default)]
+    missing: Vec<planner::Section>,
+    #[serde(default)]
+    objects: Vec<planner::export::ObjectRef>,
+    #[serde(default)]
+    tenants: Vec<String>,
+    #[serde(default)]
+    offered_pools: Vec<planner::export::OfferedPool>,
+}
+
+/// `fleet.export {tenantId}`. The config is read by `planner::validate`, the very reader
+/// the server uses for documents (and one reader in the .wasm instead of two).
 pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError> {
-    let raw: Value = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
-    let config = raw.get("config").cloned().unwrap_or(Value::Null);
-    let export = serde_json::from_value(raw).map_err(|e| {
+    let parts: ExportParts = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
+    let bytes = serde_json::to_vec(&parts.config).unwrap_or_default();
+    let document = planner::validate(&bytes).map_err(|invalid| {
         ApiError::local(
             "BAD_ANSWER",
-            format!("unexpected answer to fleet.export: {e}"),
+            format!("the export's config is not a valid document: {invalid}"),
         )
     })?;
     Ok(Exported {
-        export,
-        config,
+        export: planner::Export {
+            tenant_id: parts.tenant_id,
+            caller: parts.caller,
+            config: document,
+            missing: parts.missing,
+            objects: parts.objects,
+            tenants: parts.tenants,
+            offered_pools: parts.offered_pools,
+        },
+        config: parts.config,
         fetched_at: js_sys::Date::now(),
     })
 }
@@ -256,17 +291,21 @@ pub struct ApplyResult {
     pub applied: u64,
 }
 
-/// `fleet.apply {tenantId, config, prune, planHash}`.
+/// `fleet.apply {tenantId, config, prune, planHash}`. `document` is the text the page
+/// validated and planned, sent as is, so the server reads the very same bytes.
 pub async fn fleet_apply(
     key: &str,
     tenant: &str,
-    config: &planner::Document,
+    document: &str,
     prune: bool,
     plan_hash: &str,
 ) -> Result<ApplyResult, ApiError> {
-    let input =
-        json!({ "tenantId": tenant, "config": config, "prune": prune, "planHash": plan_hash });
-    call(key, "fleet.apply", &input).await
+    let body = format!(
+        r#"{{"tenantId":{},"config":{document},"prune":{prune},"planHash":{}}}"#,
+        Value::from(tenant),
+        Value::from(plan_hash)
+    );
+    send(key, "fleet.apply", body).await
 }
 
 /// One stored event of `event.list`.

@@ -19,7 +19,7 @@ pub enum Tab {
 /// The whole console.
 #[component]
 pub fn App() -> impl IntoView {
-    let console = Console::new();
+    let console = Console::restore();
     provide_context(console);
     let tab = RwSignal::new(Tab::Drift);
     provide_context(tab);

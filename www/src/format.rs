@@ -71,15 +71,3 @@ pub fn value(value: Option<&Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_utc() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_790_251_200_000), "2026-09-24 12:00:00 UTC");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
-    }
-}

@@ -228,7 +228,7 @@ pub fn PlanView() -> impl IntoView {
             }}
         </section>
 
-        <ApplyPanel planned validated prune applying />
+        <ApplyPanel text planned validated prune applying />
     }
 }
 
@@ -250,8 +250,13 @@ fn ExportLine() -> impl IntoView {
                     .export
                     .missing
                     .iter()
-                    .filter_map(|s| serde_json::to_value(s).ok())
-                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .map(|section| match section {
+                        planner::Section::Sites => "sites",
+                        planner::Section::ProviderAccounts => "providerAccounts",
+                        planner::Section::Pools => "pools",
+                        planner::Section::Flavors => "flavors",
+                        planner::Section::SandboxTemplates => "sandboxTemplates",
+                    })
                     .collect::<Vec<_>>();
                 view! {
                     <p id="export-info">
@@ -356,6 +361,7 @@ fn plan_view(plan: &Plan, elapsed: Option<f64>) -> impl IntoView {
 /// The apply button, its confirmation, and what the server answered.
 #[component]
 fn ApplyPanel(
+    text: RwSignal<String>,
     planned: Memo<Option<Plan>>,
     validated: Memo<Option<Result<Document, Invalid>>>,
     prune: RwSignal<bool>,
@@ -378,9 +384,11 @@ fn ApplyPanel(
             return;
         };
         let tenant = console.tenant.get_untracked();
-        let Some(Ok(document)) = validated.get_untracked() else {
+        // The text that was validated and planned (a plan exists only for a valid one).
+        if !validated.with_untracked(|v| matches!(v, Some(Ok(_)))) {
             return;
-        };
+        }
+        let document = text.get_untracked();
         let Some(hash) = planned.with_untracked(|p| p.as_ref().map(|p| p.plan_hash.to_string()))
         else {
             return;

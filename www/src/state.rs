@@ -62,7 +62,7 @@ fn session_storage() -> Option<web_sys::Storage> {
 
 impl Console {
     /// The state, with the session restored from sessionStorage.
-    pub fn new() -> Console {
+    pub fn restore() -> Console {
         let storage = session_storage();
         let item = |name| {
             storage

@@ -1,0 +1,14 @@
+//! The better-compute web console: a Leptos (client-side) app that Trunk builds from the
+//! root `index.html`. The planner crate runs here, in the browser, as WebAssembly: documents
+//! are validated and planned in the page, and only `fleet.apply` sends one to the server.
+//!
+//! `main.rs` only mounts [`app::App`]; all HTTP is in [`api`]; one module per view.
+
+pub mod api;
+pub mod app;
+pub mod changes;
+pub mod drift;
+pub mod format;
+pub mod plan;
+pub mod signin;
+pub mod state;

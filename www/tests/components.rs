@@ -1,0 +1,123 @@
+//! The console's components in a real browser (wasm-bindgen-test in headless Chromium):
+//! mounted on a fresh element, read back from the DOM.
+//!
+//! Run: `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+//! WASM_BINDGEN_TEST_WEBDRIVER_JSON=planner/webdriver.json cargo test -p www --target
+//! wasm32-unknown-unknown --tests` (as `scripts/test` runs the planner's).
+#![cfg(target_arch = "wasm32")]
+
+use leptos::prelude::*;
+use serde_json::json;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+use www::api::Change;
+use www::changes::ChangeList;
+use www::format::utc;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Mounts `view` on a new element of the page and returns that element.
+fn mount<V: IntoView + 'static>(view: impl FnOnce() -> V + 'static) -> web_sys::HtmlElement {
+    let document = web_sys::window().unwrap().document().unwrap();
+    let host: web_sys::HtmlElement = document.create_element("div").unwrap().unchecked_into();
+    document.body().unwrap().append_child(&host).unwrap();
+    leptos::mount::mount_to(host.clone(), view).forget();
+    host
+}
+
+fn change(kind: &str, name: &str, action: &str) -> Change {
+    Change {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+        action: action.to_owned(),
+        fields: Vec::new(),
+        before: None,
+        after: None,
+        blocked: false,
+        note: None,
+    }
+}
+
+fn texts(host: &web_sys::HtmlElement, css: &str) -> Vec<String> {
+    let list = host.query_selector_all(css).unwrap();
+    (0..list.length())
+        .filter_map(|i| list.item(i))
+        .map(|node| node.text_content().unwrap_or_default())
+        .collect()
+}
+
+#[wasm_bindgen_test]
+fn changes_are_grouped_by_kind_in_the_clis_words() {
+    let mut policy = change("pool", "vps-fra", "update");
+    policy.fields = vec!["policy".to_owned()];
+    policy.before = json!({ "policy": { "disruptionBudget": 0.2 } })
+        .as_object()
+        .cloned();
+    policy.after = json!({ "policy": { "disruptionBudget": 0.1 } })
+        .as_object()
+        .cloned();
+    let mut site = change("site", "ber", "delete");
+    site.blocked = true;
+    site.note = Some("sites are never deleted".to_owned());
+    let changes = vec![
+        change("site", "fra", "unchanged"),
+        site,
+        policy,
+        change("offer", "vps-fra -> globex", "create"),
+    ];
+    let host = mount(move || view! { <ChangeList changes id="under-test" /> });
+
+    assert_eq!(texts(&host, "h4").len(), 3, "{}", host.inner_html());
+    assert!(texts(&host, "h4")[0].starts_with("Sites"));
+    assert_eq!(
+        texts(&host, ".line"),
+        [
+            "- site ber",
+            "~ pool vps-fra (policy)",
+            "+ offer vps-fra -> globex"
+        ]
+    );
+    // Blocked changes stand out, with their note.
+    assert_eq!(
+        texts(&host, ".change.blocked .note"),
+        ["Blocked: sites are never deleted"]
+    );
+    // Differing fields as before -> after.
+    assert_eq!(texts(&host, ".fields th"), ["policy"]);
+    assert_eq!(
+        texts(&host, ".fields .before"),
+        [r#"{"disruptionBudget":0.2}"#]
+    );
+    assert_eq!(
+        texts(&host, ".fields .after"),
+        [r#"{"disruptionBudget":0.1}"#]
+    );
+}
+
+#[wasm_bindgen_test]
+fn no_changes_says_so() {
+    let host = mount(
+        || view! { <ChangeList changes=vec![change("site", "fra", "unchanged")] id="none" /> },
+    );
+    assert_eq!(texts(&host, "p"), ["No changes."]);
+}
+
+#[wasm_bindgen_test]
+fn text_is_escaped() {
+    let host = mount(|| {
+        view! { <ChangeList changes=vec![change("site", "<img src=x onerror=alert(1)>", "create")] id="esc" /> }
+    });
+    assert!(host.query_selector("img").unwrap().is_none());
+    assert_eq!(
+        texts(&host, ".line"),
+        ["+ site <img src=x onerror=alert(1)>"]
+    );
+}
+
+#[wasm_bindgen_test]
+fn dates_are_utc() {
+    assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+    assert_eq!(utc(1_790_251_200_000), "2026-09-24 12:00:00 UTC");
+    assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+}
