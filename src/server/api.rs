@@ -458,7 +458,9 @@ pub fn openapi(methods: &[Method]) -> Value {
                 },
             });
             if verb == "post" {
-                op["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": input } } });
+                // An empty body is `{}`: the body is required only when the input has a required field.
+                let required = input["required"].as_array().is_some_and(|r| !r.is_empty());
+                op["requestBody"] = json!({ "required": required, "content": { "application/json": { "schema": input } } });
             } else {
                 op["description"] = json!(format!(
                     "Decides {} on {scope}. The input's fields as query parameters.",
@@ -508,8 +510,8 @@ fn query_input(pairs: Vec<(String, String)>) -> Vec<u8> {
     Value::Object(map).to_string().into_bytes()
 }
 
-/// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): the error envelope,
-/// not a bare 405 with no body.
+/// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): 405 with `Allow`
+/// and the INVALID_INPUT envelope, not a bare 405 with no body.
 pub async fn wrong_verb(verb: HttpMethod) -> Response {
     let mut response = ApiError::with(
         Code::InvalidInput,
@@ -517,6 +519,7 @@ pub async fn wrong_verb(verb: HttpMethod) -> Response {
         json!({ "path": "", "allow": ["GET", "POST"] }),
     )
     .into_response();
+    *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
     response.headers_mut().insert(
         axum::http::header::ALLOW,
         axum::http::HeaderValue::from_static("GET, HEAD, POST"),
