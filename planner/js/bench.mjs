@@ -54,51 +54,51 @@ const first = planner.plan(docBytes, exportBytes, options);
 const wasmCold = instantiated + (performance.now() - p0);
 if (first.summary.blocked) throw new Error('the benchmark plan is blocked');
 
-function median(fn, runs = 25) {
-  for (let i = 0; i < 3; i++) fn();
-  const times = [];
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    fn();
-    times.push(performance.now() - start);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(runs / 2)];
-}
+// Every candidate runs once per round, in turn, so that a busy machine slows all of them
+// alike and the ratios stay meaningful; each row is the median over the rounds.
+const candidates = [];
+const candidate = (name, fn, isPeer = false) => candidates.push({ name, fn, isPeer, times: [] });
 
-const rows = [];
-const row = (name, ms, peer) => rows.push({ name, ms, peer });
-
-const peer = median(() => {
+candidate('peer: JSON.parse + ajv validate (desired document)', () => {
   if (!check(JSON.parse(docText))) throw new Error('invalid');
-});
-row('peer: JSON.parse + ajv validate (desired document)', peer);
-row('peer: JSON.parse of the document', median(() => JSON.parse(docText)));
-
+}, true);
+candidate('peer: JSON.parse of the document', () => JSON.parse(docText));
 for (const [form, doc] of [['string', docText], ['Uint8Array', docBytes], ['object', docObject]]) {
-  row(`wasm validate (${form})`, median(() => {
+  candidate(`wasm validate (${form})`, () => {
     if (!planner.validate(doc).ok) throw new Error('invalid');
-  }), peer);
+  });
 }
 for (const [form, doc, exported] of [
   ['string', docText, exportText],
   ['Uint8Array', docBytes, exportBytes],
   ['object', docObject, exportObject],
 ]) {
-  row(`wasm plan: validate + plan + hash (${form})`, median(() => {
+  candidate(`wasm plan: validate + plan + hash (${form})`, () => {
     const planned = planner.plan(doc, exported, options);
     if (planned.planHash !== first.planHash) throw new Error('the plan moved');
-  }), peer);
+  });
 }
+
+const rounds = Number(process.env.ROUNDS ?? 25);
+for (let round = -3; round < rounds; round++) {
+  for (const c of candidates) {
+    const start = performance.now();
+    c.fn();
+    if (round >= 0) c.times.push(performance.now() - start);
+  }
+}
+const median = (times) => [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)];
+const peer = median(candidates.find((c) => c.isPeer).times);
 
 console.log(
   `maximal pair: document ${(docBytes.length / 1024).toFixed(0)} KiB, export ` +
     `${(exportBytes.length / 1024).toFixed(0)} KiB; ${first.calls.length} calls; ` +
     `summary ${JSON.stringify(first.summary)}`,
 );
-console.log(`\nmedians (node ${process.version}):`);
-for (const { name, ms, peer: p } of rows) {
-  const ratio = p ? `  ${(ms / p).toFixed(2)} x the peer` : '';
+console.log(`\nmedians of ${rounds} rounds (node ${process.version}):`);
+for (const { name, times, isPeer } of candidates) {
+  const ms = median(times);
+  const ratio = isPeer ? '' : `  ${(ms / peer).toFixed(2)} x the peer`;
   console.log(`  ${name.padEnd(52)}${ms.toFixed(2).padStart(9)} ms${ratio}`);
 }
 console.log('  (target: wasm plan from bytes <= 1.5 x the peer; stretch 1.0 x)');
