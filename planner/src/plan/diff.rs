@@ -52,6 +52,16 @@ pub(super) fn plan(document: &Document, export: &Export, options: PlanOptions) -
     planner.finish()
 }
 
+/// `a` + `sep` + `b`, the shape of every composite plan name, without the formatting machinery
+/// (it runs once per owner quota, offer and flavor).
+fn join(a: &str, sep: &str, b: &str) -> String {
+    let mut out = String::with_capacity(a.len() + sep.len() + b.len());
+    out.push_str(a);
+    out.push_str(sep);
+    out.push_str(b);
+    out
+}
+
 /// The words a note uses for a kind.
 fn noun(kind: Kind) -> &'static str {
     match kind {
@@ -63,6 +73,10 @@ fn noun(kind: Kind) -> &'static str {
         Kind::Flavor => "flavor",
         Kind::SandboxTemplate => "sandbox template",
     }
+}
+
+fn capacity<K, V>(n: usize) -> HashMap<K, V> {
+    HashMap::with_capacity_and_hasher(n, Default::default())
 }
 
 fn slice<T>(list: &Option<Vec<T>>) -> &[T] {
@@ -148,7 +162,7 @@ struct Planner<'a> {
 impl<'a> Planner<'a> {
     fn new(doc: &'a Document, ex: &'a Export, options: PlanOptions) -> Self {
         let mut objects = HashMap::with_capacity_and_hasher(ex.objects.len(), Default::default());
-        let mut by_id = HashMap::default();
+        let mut by_id = HashMap::with_capacity_and_hasher(ex.objects.len(), Default::default());
         for object in &ex.objects {
             objects.insert((object.kind, object.name.as_str()), object);
             if let Some(id) = &object.id {
@@ -180,12 +194,14 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|t| (t.name.as_str(), t))
                 .collect(),
-            cur_flavors: HashMap::default(),
-            site_ids: HashMap::default(),
-            account_ids: HashMap::default(),
-            pool_ids: HashMap::default(),
-            flavor_ids: HashMap::default(),
-            matched: HashSet::default(),
+            cur_flavors: capacity(slice(&config.flavors).len()),
+            site_ids: capacity(2 * slice(&config.sites).len() + slice(&doc.sites).len()),
+            account_ids: capacity(
+                2 * slice(&config.provider_accounts).len() + slice(&doc.provider_accounts).len(),
+            ),
+            pool_ids: capacity(2 * slice(&config.pools).len() + slice(&doc.pools).len()),
+            flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
+            matched: HashSet::with_capacity_and_hasher(ex.objects.len(), Default::default()),
             changes: Vec::with_capacity(ex.objects.len() + 16),
             calls: Vec::new(),
         };
@@ -250,7 +266,7 @@ impl<'a> Planner<'a> {
         for f in slice(&ex.config.flavors) {
             let pool = self.pool_ids.get(f.pool.as_str()).cloned();
             let pool = pool.unwrap_or(Cow::Borrowed(&f.pool));
-            let id = self.existing_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name));
+            let id = self.existing_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
             self.flavor_ids.insert((pool.clone(), &f.name), id);
             self.cur_flavors.insert((pool, &f.name), f);
         }
@@ -263,10 +279,8 @@ impl<'a> Planner<'a> {
                 continue;
             };
             let id = match self.cur_flavors.get(&(pool.clone(), f.name.as_str())) {
-                Some(cur) => self.existing_id(Kind::Flavor, &format!("{}/{}", cur.pool, cur.name)),
-                None => {
-                    Cow::Owned(self.derived_id(Kind::Flavor, &format!("{}/{}", f.pool, f.name)))
-                }
+                Some(cur) => self.existing_id(Kind::Flavor, &join(&cur.pool, "/", &cur.name)),
+                None => Cow::Owned(self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name))),
             };
             self.flavor_ids.insert((pool, &f.name), id);
         }
@@ -713,7 +727,7 @@ impl<'a> Planner<'a> {
             None => (p.name.as_str(), &empty),
         };
         let set = |planner: &Self, resource: &str, max: Option<u64>| {
-            let existing = format!("{cur_name}:{resource}");
+            let existing = join(cur_name, ":", resource);
             Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
                 tenant_id: planner.tenant.to_owned(),
                 pool_id: pool_id.to_owned(),
@@ -727,7 +741,7 @@ impl<'a> Planner<'a> {
         };
         let step = step::POOL_UPDATE_QUOTA;
         for (resource, max) in quota {
-            let name = format!("{}:{resource}", p.name);
+            let name = join(&p.name, ":", resource);
             match cur_quota.get(resource) {
                 None => {
                     let call = Some((step, set(self, resource, Some(*max))));
@@ -751,7 +765,7 @@ impl<'a> Planner<'a> {
         }
         if self.prune {
             for resource in cur_quota.keys().filter(|r| !quota.contains_key(*r)) {
-                let name = format!("{}:{resource}", p.name);
+                let name = join(&p.name, ":", resource);
                 let call = Some((step, set(self, resource, None)));
                 self.record(
                     Kind::OwnerQuota,
@@ -771,22 +785,26 @@ impl<'a> Planner<'a> {
             Some((name, pool)) => (name, slice(&pool.offers)),
             None => (p.name.as_str(), &[][..]),
         };
-        let by_tenant: HashMap<&str, &Offer> =
-            cur_offers.iter().map(|o| (o.tenant.as_str(), o)).collect();
-        let mut wanted = HashSet::default();
+        // A pool has few offers: a scan beats hashing, and long lists get a map.
+        const SCAN: usize = 16;
+        let by_tenant: Option<HashMap<&str, &Offer>> = (cur_offers.len() > SCAN)
+            .then(|| cur_offers.iter().map(|o| (o.tenant.as_str(), o)).collect());
+        let current = |tenant: &str| match &by_tenant {
+            Some(map) => map.get(tenant).copied(),
+            None => cur_offers.iter().find(|o| o.tenant == tenant),
+        };
         for o in offers {
-            wanted.insert(o.tenant.as_str());
-            let name = format!("{} -> {}", p.name, o.tenant);
+            let name = join(&p.name, " -> ", &o.tenant);
             let mut notes = Vec::new();
             if o.tenant == self.tenant {
                 notes.push("a pool cannot be offered to its own owner".to_owned());
             } else if !self.tenants.contains(o.tenant.as_str()) {
                 notes.push(format!("unknown tenant \"{}\"", o.tenant));
             }
-            let existing = by_tenant.get(o.tenant.as_str());
+            let existing = current(&o.tenant);
             let call = |planner: &Self| {
                 let revision = existing.and_then(|_| {
-                    planner.revision(Kind::Offer, &format!("{cur_name} -> {}", o.tenant))
+                    planner.revision(Kind::Offer, &join(cur_name, " -> ", &o.tenant))
                 });
                 let call = Call::PoolOffer(PoolOffer {
                     tenant_id: planner.tenant.to_owned(),
@@ -813,12 +831,15 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune {
-            for o in cur_offers
-                .iter()
-                .filter(|o| !wanted.contains(o.tenant.as_str()))
-            {
-                let name = format!("{} -> {}", p.name, o.tenant);
-                let revision = self.revision(Kind::Offer, &format!("{cur_name} -> {}", o.tenant));
+            let wanted: Option<HashSet<&str>> =
+                (offers.len() > SCAN).then(|| offers.iter().map(|o| o.tenant.as_str()).collect());
+            let is_wanted = |tenant: &str| match &wanted {
+                Some(set) => set.contains(tenant),
+                None => offers.iter().any(|o| o.tenant == tenant),
+            };
+            for o in cur_offers.iter().filter(|o| !is_wanted(&o.tenant)) {
+                let name = join(&p.name, " -> ", &o.tenant);
+                let revision = self.revision(Kind::Offer, &join(cur_name, " -> ", &o.tenant));
                 let call = Call::PoolUnoffer(PoolUnoffer {
                     tenant_id: self.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
@@ -843,7 +864,7 @@ impl<'a> Planner<'a> {
         let missing = self.missing(Section::Flavors);
         let mut matched: HashSet<(&str, &str)> = HashSet::default();
         for f in slice(&self.doc.flavors) {
-            let name = format!("{}/{}", f.pool, f.name);
+            let name = join(&f.pool, "/", &f.name);
             let pool_id = self.pool_ids.get(f.pool.as_str()).cloned();
             let mut notes = Vec::new();
             if missing {
@@ -873,7 +894,7 @@ impl<'a> Planner<'a> {
                 }
                 Some(cur) => {
                     matched.insert((cur.pool.as_str(), cur.name.as_str()));
-                    let cur_name = format!("{}/{}", cur.pool, cur.name);
+                    let cur_name = join(&cur.pool, "/", &cur.name);
                     let mut diff = Diff::default();
                     diff.field("vcpu", &cur.vcpu, &f.vcpu);
                     diff.field("memoryGiB", &cur.memory_gib, &f.memory_gib);
@@ -901,7 +922,7 @@ impl<'a> Planner<'a> {
                 if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
                     continue;
                 }
-                let name = format!("{}/{}", cur.pool, cur.name);
+                let name = join(&cur.pool, "/", &cur.name);
                 let call = Call::FlavorDelete(Delete {
                     tenant_id: self.tenant.to_owned(),
                     id: self.existing_id(Kind::Flavor, &name).into_owned(),
