@@ -57,26 +57,55 @@ fn write_value(out: &mut String, value: &Value) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            // JCS orders keys by UTF-16 code units, which differs from byte order only
-            // for characters outside the Basic Multilingual Plane.
-            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
             out.push('{');
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, key);
-                out.push(':');
-                write_value(out, item);
+            // serde_json's map iterates in byte order, which is JCS's UTF-16 order for keys
+            // without characters outside the Basic Multilingual Plane: write in place, with
+            // no per-object vector and sort, unless the keys say otherwise.
+            let in_order = map
+                .keys()
+                .zip(map.keys().skip(1))
+                .all(|(a, b)| utf16_cmp(a, b).is_le());
+            if in_order {
+                write_members(out, map.iter());
+            } else {
+                let mut members: Vec<(&String, &Value)> = map.iter().collect();
+                members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+                write_members(out, members.into_iter());
             }
             out.push('}');
         }
     }
 }
 
+/// JCS's key order: UTF-16 code units, which is byte order for ASCII keys.
+fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.cmp(b)
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+fn write_members<'a>(out: &mut String, members: impl Iterator<Item = (&'a String, &'a Value)>) {
+    for (i, (key, item)) in members.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, key);
+        out.push(':');
+        write_value(out, item);
+    }
+}
+
+/// Integers below 2^53 in magnitude print exactly, without a temporary string.
+const EXACT: u64 = 9_007_199_254_740_992;
+
 fn write_number(out: &mut String, n: &serde_json::Number) {
-    if let Some(i) = n.as_i64() {
+    if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() < EXACT) {
+        let _ = write!(out, "{i}");
+    } else if let Some(u) = n.as_u64().filter(|&u| u < EXACT) {
+        let _ = write!(out, "{u}");
+    } else if let Some(i) = n.as_i64() {
         write_f64_or_int(out, i as f64, Some(i.to_string()));
     } else if let Some(u) = n.as_u64() {
         write_f64_or_int(out, u as f64, Some(u.to_string()));
@@ -138,6 +167,12 @@ fn write_f64_or_int(out: &mut String, f: f64, exact: Option<String>) {
 
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    // Names, ids and values rarely need escapes: copy them whole.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
