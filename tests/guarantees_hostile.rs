@@ -100,6 +100,9 @@ async fn refused(
     );
 }
 
+/// One hostile request: label, HTTP verb, path, content type, body, expected status and code.
+type Case<'a> = (String, &'a str, String, &'a str, Vec<u8>, (u16, &'a str));
+
 fn plan_body(config: &str) -> Vec<u8> {
     format!(r#"{{"tenantId":"root","config":{config}}}"#).into_bytes()
 }
@@ -120,7 +123,7 @@ async fn hostile_inputs_are_refused_and_change_nothing(db: Db) {
     };
     let deep_list = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let deep_object = format!("{}1{}", r#"{"a":"#.repeat(50_000), "}".repeat(50_000));
-    let mut cases: Vec<(String, &str, String, &str, Vec<u8>, (u16, &str))> = vec![
+    let mut cases: Vec<Case> = vec![
         (
             "a body over 16 MiB".into(),
             "POST",
