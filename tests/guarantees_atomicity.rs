@@ -227,3 +227,47 @@ async fn database_error_at_random_calls(db: Db) {
     eprintln!("database errors injected at calls {indices:?}");
 }
 both!(dberror, database_error_at_random_calls);
+
+/// A database error at every call of an apply in turn (the updates of a small fleet, each
+/// index its own process, since the fault fires once per process).
+async fn database_error_at_every_call(db: Db) {
+    let database = Database::fresh(db).await;
+    let (items, key) = (2, {
+        let fleet = Fleet::start_on(&database.url, &[], &[]);
+        fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+        fleet
+            .ok(
+                "fleet.apply",
+                json!({ "tenantId": "root", "config": grouped_document(1, 2, 0) }),
+            )
+            .await;
+        fleet.key.clone()
+    });
+    let n = 6 * items;
+    for index in 0..n {
+        let doc = grouped_document(1, items, index + 1);
+        let mut fleet = Fleet::start_on(
+            &database.url,
+            &[],
+            &[("BETTER_COMPUTE_FAULT", &format!("apply-dberror:{index}"))],
+        );
+        fleet.key = key.clone();
+        let before = export(&fleet).await;
+        let audit_before = audit_rows(&database).await;
+        let failed = fleet
+            .call("fleet.apply", json!({ "tenantId": "root", "config": doc }))
+            .await
+            .unwrap_err();
+        assert_eq!(failed.code, "INTERNAL", "call {index}");
+        assert_eq!(export(&fleet).await, before, "call {index}");
+        assert_eq!(audit_rows(&database).await, audit_before, "call {index}");
+        let applied = fleet
+            .ok("fleet.apply", json!({ "tenantId": "root", "config": doc }))
+            .await;
+        assert_eq!(applied["applied"], n, "every call of the plan");
+        assert_exactly(&fleet, &doc).await;
+    }
+    let label = format!("{db:?}").to_lowercase();
+    figure(&format!("dberror_each.{label}.injected"), n);
+}
+both!(dberror_each, database_error_at_every_call);
