@@ -44,7 +44,7 @@ summary=$(grep -E '^Plan:' "$dir/plan.log" || echo "Plan: ?")
 node -e '
   const [planMs, applyMs, count, summary, rowsFile] = process.argv.slice(1);
   const rows = require("fs").readFileSync(rowsFile, "utf8").split("\n").filter(Boolean).map(JSON.parse);
-  const native = rows.find((r) => r.section === "planner-native" && r.name === "validate + read export + plan + hash");
+  const native = rows.find((r) => r.section === "planner-native" && r.name === "validate + read export + plan + planHash");
   const out = (r) => console.log(JSON.stringify({ section: "terraform", ...r }));
   out({ name: `terraform apply of the changed fleet (${count} terraform_data, once)`, ms: Number(applyMs) });
   const row = { name: `terraform plan -refresh=false (${summary.replace(/^Plan: /, "")})`, ms: Number(planMs) };

@@ -230,7 +230,7 @@ fn scaling(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std:
     );
     for (name, points) in &curves {
         let _ = writeln!(md, "**{name}**\n");
-        md.push_str("| Items per list | Objects in the state | Plan | Validate + read export + plan + hash |\n|---:|---:|---:|---:|\n");
+        md.push_str("| Items per list | Objects in the state | Plan | Validate + read export + plan + planHash |\n|---:|---:|---:|---:|\n");
         let mut plan_pts = Vec::new();
         let mut pipe_pts = Vec::new();
         for p in points {
