@@ -328,7 +328,18 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         .position(|p| p["name"] == "vps-fra")
         .unwrap();
     wrong["pools"][index]["policy"] = json!({ "disruptionBudget": 1.5 });
-    paste(&browser, &serde_json::to_string_pretty(&wrong).unwrap()).await;
+    // Uploaded through the file picker (WebDriver types the file's path into the input).
+    let upload = keys.path().join("fleet-with-a-mistake.json");
+    std::fs::write(&upload, serde_json::to_string_pretty(&wrong).unwrap()).unwrap();
+    wait_for(&browser, "#document-file")
+        .await
+        .send_keys(upload.to_str().unwrap())
+        .await
+        .unwrap();
+    wait_text(&browser, "label[for=document]", |t| {
+        t.contains("fleet-with-a-mistake.json")
+    })
+    .await;
     let problems = wait_text(&browser, "#problems", |t| t.contains("problem")).await;
     let path = format!("pools[{index}].policy.disruptionBudget");
     assert!(problems.contains(&path), "{problems}");

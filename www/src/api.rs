@@ -55,6 +55,8 @@ pub async fn call<T: DeserializeOwned>(
 
 /// Calls `method` with the JSON text `body` as `key`, and reads the answer as `T`.
 async fn send<T: DeserializeOwned>(key: &str, method: &str, body: String) -> Result<T, ApiError> {
+    // Answers are read with from_slice, the reader the planner uses: one copy of the JSON
+    // reader's generic code in the .wasm, not two.
     let response = Request::post(&format!("/api/{method}"))
         .header("Authorization", &format!("Bearer {key}"))
         .header("Content-Type", "application/json")
@@ -68,11 +70,11 @@ async fn send<T: DeserializeOwned>(key: &str, method: &str, body: String) -> Res
         .await
         .map_err(|e| ApiError::local("NETWORK", format!("the answer was cut: {e}")))?;
     if response.ok() {
-        serde_json::from_str(&text).map_err(|e| {
+        serde_json::from_slice(text.as_bytes()).map_err(|e| {
             ApiError::local("BAD_ANSWER", format!("unexpected answer to {method}: {e}"))
         })
     } else {
-        Err(serde_json::from_str::<ErrorBody>(&text)
+        Err(serde_json::from_slice::<ErrorBody>(text.as_bytes())
             .map(|body| body.error)
             .unwrap_or_else(|_| {
                 ApiError::local(

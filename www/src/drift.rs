@@ -202,8 +202,16 @@ fn event_item(event: Event) -> impl IntoView {
         let summary = event
             .data
             .get("summary")
-            .and_then(|s| serde_json::from_value::<planner::Summary>(s.clone()).ok())
-            .map(|s| summary_line(&s))
+            .map(|s| {
+                let count = |key| s.get(key).and_then(|n| n.as_u64()).unwrap_or(0) as usize;
+                summary_line(&planner::Summary {
+                    create: count("create"),
+                    update: count("update"),
+                    delete: count("delete"),
+                    unchanged: count("unchanged"),
+                    blocked: false,
+                })
+            })
             .unwrap_or_default();
         let blocked = event.data.get("blocked").and_then(|b| b.as_bool()) == Some(true);
         format!("{summary}{}", if blocked { " Blocked." } else { "" })

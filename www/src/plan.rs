@@ -130,7 +130,6 @@ pub fn PlanView() -> impl IntoView {
             <div class="card-head">
                 <h2 id="document-title">"Document"</h2>
                 <div class="actions">
-                    <label class="button secondary" for="document-file">"Upload a file…"</label>
                     <input
                         id="document-file"
                         class="visually-hidden"
@@ -144,6 +143,8 @@ pub fn PlanView() -> impl IntoView {
                             input.set_value("");
                         }
                     />
+                    // After the input, so its keyboard focus can show on this label (style.css).
+                    <label class="button secondary" for="document-file">"Upload a file…"</label>
                     <button
                         id="start-from-export"
                         type="button"
@@ -321,7 +322,10 @@ fn validation_view(validated: Option<&Result<Document, Invalid>>) -> AnyView {
 fn plan_view(plan: &Plan, elapsed: Option<f64>) -> impl IntoView {
     let summary = plan.summary;
     let changes: Vec<Change> = plan.changes.iter().map(Change::from).collect();
-    let calls = serde_json::to_string_pretty(&plan.calls).unwrap_or_default();
+    // Through a Value, as the planHash does: the calls' serializer is in the .wasm once.
+    let calls = serde_json::to_value(&plan.calls)
+        .and_then(|calls| serde_json::to_string_pretty(&calls))
+        .unwrap_or_default();
     let count = plan.calls.len();
     let tile = |label: &'static str, n: usize, class: &'static str| {
         view! {
@@ -433,7 +437,17 @@ fn ApplyPanel(
                         .unwrap_or_default();
                     let tenant = console.tenant.get_untracked();
                     Some(view! {
-                        <div id="confirm" class="confirm" role="alertdialog" aria-labelledby="confirm-text">
+                        <div
+                            id="confirm"
+                            class="confirm"
+                            role="alertdialog"
+                            aria-labelledby="confirm-text"
+                            on:keydown=move |ev| {
+                                if ev.key() == "Escape" {
+                                    applying.set(Applying::Idle);
+                                }
+                            }
+                        >
                             <p id="confirm-text">
                                 "Apply to tenant " <strong>{tenant}</strong> ": "
                                 <span id="confirm-summary">{summary_line(&summary)}</span>
