@@ -459,8 +459,30 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         .unwrap();
     wait_text(&browser, "#never-applied", |t| t.contains("globex")).await;
 
+    // Planning the maximal document (1000 items per list) in the page: the time the page
+    // reports is printed, not asserted (a debug build of the console is many times slower).
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(&browser, &maximal_document().to_string()).await;
+    let time = wait_text(&browser, "#plan-time", |t| t.contains("ms")).await;
+    let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
+    println!("maximal document: {summary} {time}");
+
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     println!("screenshots: {}", screenshot_dir().display());
     browser.close().await;
+}
+
+/// A valid document with 1000 items in every list.
+fn maximal_document() -> Value {
+    let n = 0..1000;
+    json!({
+        "version": 1,
+        "sites": n.clone().map(|i| json!({ "name": format!("s{i}"), "kind": "shared", "region": "eu" })).collect::<Vec<_>>(),
+        "providerAccounts": n.clone().map(|i| json!({ "name": format!("a{i}"), "provider": "hetzner-cloud", "config": { "token": "env://TOKEN" } })).collect::<Vec<_>>(),
+        "pools": n.clone().map(|i| json!({ "name": format!("p{i}"), "site": format!("s{i}"), "class": "vps-host", "ownerQuota": { "gpu": i } })).collect::<Vec<_>>(),
+        "flavors": n.clone().map(|i| json!({ "pool": format!("p{i}"), "name": "f", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 })).collect::<Vec<_>>(),
+        "sandboxTemplates": n.map(|i| json!({ "name": format!("t{i}"), "pool": format!("p{i}"), "flavor": "f", "imageId": "ubuntu-24.04", "network": "private" })).collect::<Vec<_>>(),
+    })
 }
