@@ -184,7 +184,13 @@ fn iterations() -> usize {
 }
 
 async fn concurrent_writers_lose_nothing(db: Db) {
-    let fleet = Arc::new(Fleet::start(db, &["--drift-every", "1s"]).await);
+    // Its own database, dropped at the end (after the server, declared later, is killed).
+    let database = guarantees_support::Database::fresh(db).await;
+    let fleet = Arc::new(Fleet::start_on(
+        &database.url,
+        &["--drift-every", "1s"],
+        &[],
+    ));
     for t in ["acme", "globex"] {
         fleet.ok("tenant.create", json!({ "id": t })).await;
     }

@@ -52,17 +52,6 @@ impl Database {
     }
 }
 
-/// The database URL of a server started by `server_support::Fleet`.
-pub fn url_of(fleet: &crate::server_support::Fleet, db: Db) -> String {
-    match db {
-        Db::Sqlite => format!(
-            "sqlite://{}",
-            fleet.server.workdir().join("data/fleet.db").display()
-        ),
-        Db::Postgres => fleet.database.clone(),
-    }
-}
-
 /// Runs `sql` (one scalar integer answer) directly against the database at `url`.
 pub async fn count_at(db: Db, url: &str, sql: &str) -> i64 {
     match db {
