@@ -10,7 +10,7 @@ use crate::document::{
     Document, Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate,
     Site, SiteKind, Warm,
 };
-use crate::hash::HashMap;
+use crate::hash::{FxHasher, HashMap};
 use serde::Serialize;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
@@ -18,6 +18,7 @@ use serde::de::{
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
+use std::hash::Hasher as _;
 
 /// One problem: where (`pools[0].offers[1].quota.vcpu`) and what, in a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -357,8 +358,21 @@ impl<T> Field<T> {
 struct Walker {
     path: String,
     problems: Vec<Problem>,
-    /// For each list being read: the keys seen so far and the index of the current item.
-    lists: Vec<(HashMap<String, usize>, usize)>,
+    /// For each list being read, outermost first: the keys its items have taken. Entries past
+    /// `depth` are kept so their buffers serve the next list at that depth (a pool's offers).
+    lists: Vec<Seen>,
+    depth: usize,
+}
+
+/// The keys taken by the items of one list.
+#[derive(Default)]
+struct Seen {
+    /// The index of the item being read.
+    index: usize,
+    /// Hash of a key -> (first item with it, its span in `buffer`).
+    keys: HashMap<u64, (usize, usize, usize)>,
+    /// Every key, each part followed by a NUL.
+    buffer: String,
 }
 
 impl Walker {
@@ -412,17 +426,46 @@ impl Walker {
         }
     }
 
-    /// Records `key` for the current list item, reporting it at `<item>.<field>` when an
-    /// earlier item has it.
-    fn unique(&mut self, field: &str, key: String, what: impl FnOnce() -> String) {
-        let Some((seen, index)) = self.lists.last_mut() else {
+    /// Records the key made of `parts` for the current list item, reporting it at
+    /// `<item>.<field>` when an earlier item has it. Keys are copied into one buffer per list,
+    /// not allocated one by one.
+    fn unique(&mut self, field: &str, parts: &[&str], what: impl FnOnce() -> String) {
+        let Some(seen) = self
+            .depth
+            .checked_sub(1)
+            .and_then(|d| self.lists.get_mut(d))
+        else {
             return;
         };
-        let index = *index;
-        let first = match seen.entry(key) {
-            std::collections::hash_map::Entry::Occupied(first) => *first.get(),
+        let mut hasher = FxHasher::default();
+        for part in parts {
+            hasher.write(part.as_bytes());
+            hasher.write_u8(0);
+        }
+        let first = match seen.keys.entry(hasher.finish()) {
+            std::collections::hash_map::Entry::Occupied(entry) => {
+                let (first, start, end) = *entry.get();
+                let mut rest = &seen.buffer[start..end];
+                let same = parts.iter().all(|part| {
+                    let ok = rest.len() > part.len()
+                        && rest.starts_with(part)
+                        && rest.as_bytes()[part.len()] == 0;
+                    rest = if ok { &rest[part.len() + 1..] } else { "" };
+                    ok
+                }) && rest.is_empty();
+                // Different keys with one 64-bit hash: astronomically rare, left unchecked.
+                if !same {
+                    return;
+                }
+                first
+            }
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(index);
+                let start = seen.buffer.len();
+                for part in parts {
+                    seen.buffer.push_str(part);
+                    seen.buffer.push('\0');
+                }
+                slot.insert((seen.index, start, seen.buffer.len()));
                 return;
             }
         };
@@ -687,18 +730,28 @@ impl Walker {
         })
     }
 
-    /// A list of at most [`MAX_ITEMS`]; invalid items are reported and left out.
-    fn list<'de, A: SeqAccess<'de>>(&mut self, mut seq: A, item: Item) -> Result<Parsed, A::Error> {
+    /// A list of at most [`MAX_ITEMS`]; invalid items are reported and left out, `take`
+    /// unwraps the valid ones.
+    fn list<'de, A: SeqAccess<'de>, T>(
+        &mut self,
+        mut seq: A,
+        item: Item,
+        take: fn(Parsed) -> Option<T>,
+    ) -> Result<Vec<T>, A::Error> {
         // The length problem belongs before the items' problems, but the length is known last.
         let start = self.problems.len();
         let mut items = Vec::new();
-        self.lists.push((HashMap::default(), 0));
+        if self.lists.len() <= self.depth {
+            self.lists.push(Seen::default());
+        }
+        let seen = &mut self.lists[self.depth];
+        seen.keys.clear();
+        seen.buffer.clear();
+        self.depth += 1;
         let mut count = 0;
         loop {
             let mark = self.enter_index(count);
-            if let Some(last) = self.lists.last_mut() {
-                last.1 = count;
-            }
+            self.lists[self.depth - 1].index = count;
             let Some(value) = seq.next_element_seed(Seed {
                 w: self,
                 kind: K::Item(item),
@@ -711,13 +764,13 @@ impl Walker {
                 Parsed::Null => self.wrong(K::Item(item), "null"),
                 value => value,
             };
-            if !matches!(value, Parsed::Bad) {
+            if let Some(value) = take(value) {
                 items.push(value);
             }
             self.leave(mark);
             count += 1;
         }
-        self.lists.pop();
+        self.depth -= 1;
         if count > MAX_ITEMS {
             self.problems.insert(
                 start,
@@ -727,35 +780,7 @@ impl Walker {
                 },
             );
         }
-        fn all<T>(items: Vec<Parsed>, f: impl Fn(Parsed) -> Option<T>) -> Vec<T> {
-            items.into_iter().filter_map(f).collect()
-        }
-        Ok(match item {
-            Item::Site => Parsed::Sites(all(items, |p| match p {
-                Parsed::Site(s) => Some(s),
-                _ => None,
-            })),
-            Item::Account => Parsed::Accounts(all(items, |p| match p {
-                Parsed::Account(a) => Some(a),
-                _ => None,
-            })),
-            Item::Pool => Parsed::Pools(all(items, |p| match p {
-                Parsed::Pool(p) => Some(*p),
-                _ => None,
-            })),
-            Item::Offer => Parsed::Offers(all(items, |p| match p {
-                Parsed::Offer(o) => Some(o),
-                _ => None,
-            })),
-            Item::Flavor => Parsed::Flavors(all(items, |p| match p {
-                Parsed::Flavor(f) => Some(f),
-                _ => None,
-            })),
-            Item::Template => Parsed::Templates(all(items, |p| match p {
-                Parsed::Template(t) => Some(*t),
-                _ => None,
-            })),
-        })
+        Ok(items)
     }
 
     /// Reads an object of `kind` and builds it.
@@ -849,7 +874,7 @@ impl Walker {
         });
         let region = take(slots, 2, string);
         if let Field::Ok(n) = &name {
-            self.unique("name", n.clone(), || format!("site \"{n}\""));
+            self.unique("name", &[n], || format!("site \"{n}\""));
         }
         let name = self.require(name, "name");
         let kind = self.require(kind, "kind");
@@ -869,7 +894,7 @@ impl Walker {
             _ => None,
         });
         if let Field::Ok(n) = &name {
-            self.unique("name", n.clone(), || format!("provider account \"{n}\""));
+            self.unique("name", &[n], || format!("provider account \"{n}\""));
         }
         let name = self.require(name, "name");
         let provider = self.require(provider, "provider");
@@ -902,7 +927,7 @@ impl Walker {
             _ => None,
         });
         if let Field::Ok(n) = &name {
-            self.unique("name", n.clone(), || format!("pool \"{n}\""));
+            self.unique("name", &[n], || format!("pool \"{n}\""));
         }
         match (&class, &provider_account) {
             (Field::Ok(PoolClass::Provider), Field::Absent) => self.report(
@@ -944,7 +969,7 @@ impl Walker {
             _ => None,
         });
         if let Field::Ok(t) = &tenant {
-            self.unique("tenant", t.clone(), || format!("offer to tenant \"{t}\""));
+            self.unique("tenant", &[t], || format!("offer to tenant \"{t}\""));
         }
         let tenant = self.require(tenant, "tenant");
         let quota = self.require(quota, "quota");
@@ -963,7 +988,7 @@ impl Walker {
         let disk = take(slots, 4, u32_of);
         let gpu = take(slots, 5, u32_of);
         if let (Field::Ok(p), Field::Ok(n)) = (&pool, &name) {
-            self.unique("name", format!("{p}/{n}"), || {
+            self.unique("name", &[p, n], || {
                 format!("flavor \"{n}\" of pool \"{p}\"")
             });
         }
@@ -1000,7 +1025,7 @@ impl Walker {
             _ => None,
         });
         if let Field::Ok(n) = &name {
-            self.unique("name", n.clone(), || format!("sandbox template \"{n}\""));
+            self.unique("name", &[n], || format!("sandbox template \"{n}\""));
         }
         let name = self.require(name, "name");
         let pool = self.require(pool, "pool");
@@ -1072,7 +1097,32 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
         match self.kind {
-            K::List(item) => self.w.list(seq, item),
+            K::List(item) => Ok(match item {
+                Item::Site => Parsed::Sites(self.w.list(seq, item, |p| match p {
+                    Parsed::Site(s) => Some(s),
+                    _ => None,
+                })?),
+                Item::Account => Parsed::Accounts(self.w.list(seq, item, |p| match p {
+                    Parsed::Account(a) => Some(a),
+                    _ => None,
+                })?),
+                Item::Pool => Parsed::Pools(self.w.list(seq, item, |p| match p {
+                    Parsed::Pool(p) => Some(*p),
+                    _ => None,
+                })?),
+                Item::Offer => Parsed::Offers(self.w.list(seq, item, |p| match p {
+                    Parsed::Offer(o) => Some(o),
+                    _ => None,
+                })?),
+                Item::Flavor => Parsed::Flavors(self.w.list(seq, item, |p| match p {
+                    Parsed::Flavor(f) => Some(f),
+                    _ => None,
+                })?),
+                Item::Template => Parsed::Templates(self.w.list(seq, item, |p| match p {
+                    Parsed::Template(t) => Some(*t),
+                    _ => None,
+                })?),
+            }),
             kind => {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(self.w.wrong(kind, "a list"))
