@@ -44,17 +44,26 @@ mod native {
         export.objects.len()
     }
 
-    fn median(mut f: impl FnMut(), runs: usize) -> Duration {
-        f();
-        let mut times: Vec<Duration> = (0..runs)
-            .map(|_| {
+    /// Medians over `rounds` rounds in which every candidate runs once, in turn, so that a
+    /// busy machine slows all of them alike and their ratios stay meaningful.
+    fn interleaved<const N: usize>(
+        rounds: usize,
+        mut candidates: [&mut dyn FnMut(); N],
+    ) -> [Duration; N] {
+        let mut times = vec![Vec::with_capacity(rounds); N];
+        for round in 0..rounds + 2 {
+            for (i, f) in candidates.iter_mut().enumerate() {
                 let start = Instant::now();
                 f();
-                start.elapsed()
-            })
-            .collect();
-        times.sort();
-        times[runs / 2]
+                if round >= 2 {
+                    times[i].push(start.elapsed());
+                }
+            }
+        }
+        std::array::from_fn(|i| {
+            times[i].sort();
+            times[i][rounds / 2]
+        })
     }
 
     pub fn run() {
@@ -102,30 +111,34 @@ mod native {
             b.iter(|| peer(black_box(&desired), black_box(&export_bytes)))
         });
 
-        // The ratios, from medians measured here, one after the other in this run.
+        // The ratios, from medians of interleaved rounds in this run.
         let runs = 31;
-        let t = |f: &mut dyn FnMut()| median(f, runs);
-        let parse_doc = t(&mut || {
-            black_box(serde_json::from_slice::<Document>(&desired).unwrap());
-        });
-        let parse_both = t(&mut || {
-            black_box(peer(&desired, &export_bytes));
-        });
-        let validate_t = t(&mut || {
-            black_box(validate(&desired).unwrap());
-        });
-        let plan_t = t(&mut || {
-            black_box(plan(&document, &export, options));
-        });
-        let hash_t = t(&mut || {
-            black_box(plan_hash(&planned.calls));
-        });
-        let whole = t(&mut || {
-            black_box(pipeline(&desired, &export_bytes));
-        });
+        let [parse_doc, parse_both, validate_t, plan_t, hash_t, whole] = interleaved(
+            runs,
+            [
+                &mut || {
+                    black_box(serde_json::from_slice::<Document>(&desired).unwrap());
+                },
+                &mut || {
+                    black_box(peer(&desired, &export_bytes));
+                },
+                &mut || {
+                    black_box(validate(&desired).unwrap());
+                },
+                &mut || {
+                    black_box(plan(&document, &export, options));
+                },
+                &mut || {
+                    black_box(plan_hash(&planned.calls));
+                },
+                &mut || {
+                    black_box(pipeline(&desired, &export_bytes));
+                },
+            ],
+        );
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
-        println!("\nmedians of {runs} runs:");
+        println!("\nmedians of {runs} interleaved rounds:");
         println!(
             "  {:<52}{:>9.2} ms",
             "peer: typed parse of the document",
