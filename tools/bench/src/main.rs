@@ -198,18 +198,15 @@ fn native(quick: bool) {
     scaling(quick);
 }
 
-/// Plan time against size: documents and states growing together, then a 10-item document
-/// against a growing state (no prune: the rest of the state is left alone, only looked up).
+/// Plan time against size: documents and states growing together up to the maximal document
+/// (a list holds at most 1000 items), then the maximal document against a state growing to
+/// 100,000 objects (no prune: the rest of the state is left alone, only looked up).
 fn scaling(quick: bool) {
-    let together: &[usize] = if quick {
-        &[10, 100, 1000, 3000]
-    } else {
-        &[10, 100, 300, 1000, 3000, 8500]
-    };
+    let together: &[usize] = &[10, 100, 300, 1000];
     let state_only: &[usize] = if quick {
-        &[100, 1000, 3000]
+        &[1000, 3000]
     } else {
-        &[100, 300, 1000, 3000, 8500]
+        &[1000, 2000, 4000, 8500]
     };
     let curves: [(&str, usize, &[usize], bool); 2] = [
         (
@@ -219,8 +216,8 @@ fn scaling(quick: bool) {
             true,
         ),
         (
-            "10-item document, growing state (no prune)",
-            10,
+            "1000-item document, growing state (no prune)",
+            fixture::N,
             state_only,
             false,
         ),
