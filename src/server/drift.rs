@@ -222,10 +222,16 @@ pub async fn check(state: &AppState, tenant: &str) -> Result<Checked, CheckError
         .and_then(|d| serde_json::from_str(&d).ok());
 
     let planned = match planner::validate(document.as_bytes()) {
-        Ok(document) => fleet::build_export(&mut tx, state.modules, tenant, &applied_by)
-            .await
-            .map(|export| planner::plan(&document, &export, PlanOptions { prune }))
-            .map_err(CheckError::Export),
+        Ok(document) => fleet::build_export(
+            &mut tx,
+            state.modules,
+            tenant,
+            &applied_by,
+            fleet::TenantScope::NamedBy(&document),
+        )
+        .await
+        .map(|export| planner::plan(&document, &export, PlanOptions { prune }))
+        .map_err(CheckError::Export),
         Err(invalid) => Err(CheckError::Invalid(
             invalid
                 .problems

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row as _};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Input of `fleet.export` and `fleet.status`.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -103,6 +103,7 @@ pub async fn export(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
         state.modules,
         &input.tenant_id,
         &caller.principal_id,
+        TenantScope::All,
     )
     .await?;
     tx.commit().await?;
@@ -121,6 +122,7 @@ pub async fn plan(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
         state.modules,
         &input.tenant_id,
         &caller.principal_id,
+        TenantScope::NamedBy(&document),
     )
     .await?;
     tx.commit().await?;
@@ -228,7 +230,14 @@ pub async fn apply(
     // Outside any transaction: plan, and decide every call.
     let mut conn = state.db.pool.acquire().await?;
     require_tenant(&mut conn, tenant).await?;
-    let export = build_export(&mut conn, state.modules, tenant, &caller.principal_id).await?;
+    let export = build_export(
+        &mut conn,
+        state.modules,
+        tenant,
+        &caller.principal_id,
+        TenantScope::NamedBy(document),
+    )
+    .await?;
     drop(conn);
     let first = planner::plan(document, &export, options);
     if first.is_blocked() {
@@ -241,7 +250,14 @@ pub async fn apply(
     let mut tx = state.db.write_tx().await?;
     state.db.lock_tenant(&mut tx, tenant).await?;
     // Under the lock, the fleet cannot move: plan again against it; this plan is the one run.
-    let export = build_export(&mut tx, state.modules, tenant, &caller.principal_id).await?;
+    let export = build_export(
+        &mut tx,
+        state.modules,
+        tenant,
+        &caller.principal_id,
+        TenantScope::NamedBy(document),
+    )
+    .await?;
     let plan = planner::plan(document, &export, options);
     if plan.is_blocked() {
         return Err(blocked(&plan));
@@ -370,6 +386,7 @@ pub async fn build_export(
     modules: super::db::Modules,
     tenant: &str,
     caller: &str,
+    scope: TenantScope<'_>,
 ) -> Result<Export, ApiError> {
     let names: HashMap<(String, String), String> =
         sqlx::query("SELECT kind, object_id, name FROM fleet_names WHERE tenant_id = $1")
@@ -560,12 +577,7 @@ pub async fn build_export(
         None
     };
 
-    let tenants = sqlx::query("SELECT id FROM tenants ORDER BY id")
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|r| r.try_get::<String, _>(0))
-        .collect::<Result<Vec<_>, _>>()?;
+    let tenants = load_tenants(conn, scope).await?;
 
     let mut missing = Vec::new();
     if !modules.vps {
@@ -613,4 +625,56 @@ pub async fn build_export(
         tenants,
         offered_pools,
     })
+}
+
+/// Which tenant ids an export lists. `fleet.export` lists every tenant (an offline plan may
+/// name any); the server's own plans need only the tenants the document's offers name, which
+/// keeps a drift pass linear in the number of tenants instead of quadratic.
+#[derive(Debug, Clone, Copy)]
+pub enum TenantScope<'a> {
+    /// Every tenant.
+    All,
+    /// The tenants named by this document's offers (the planner reads no others).
+    NamedBy(&'a Document),
+}
+
+async fn load_tenants(
+    conn: &mut AnyConnection,
+    scope: TenantScope<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let named: BTreeSet<&str> = match scope {
+        TenantScope::All => {
+            return Ok(sqlx::query("SELECT id FROM tenants ORDER BY id")
+                .fetch_all(&mut *conn)
+                .await?
+                .iter()
+                .map(|r| r.try_get::<String, _>(0))
+                .collect::<Result<Vec<_>, _>>()?);
+        }
+        TenantScope::NamedBy(document) => document
+            .pools
+            .iter()
+            .flatten()
+            .flat_map(|p| p.offers.iter().flatten())
+            .map(|o| o.tenant.as_str())
+            .collect(),
+    };
+    let named: Vec<&str> = named.into_iter().collect();
+    let mut tenants = Vec::with_capacity(named.len());
+    // Bounded placeholder lists: SQLite and PostgreSQL both cap the parameters of a query.
+    for chunk in named.chunks(500) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT id FROM tenants WHERE id IN ({}) ORDER BY id",
+            placeholders.join(",")
+        );
+        let mut query = sqlx::query(&sql);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            tenants.push(row.try_get::<String, _>(0)?);
+        }
+    }
+    Ok(tenants)
 }
