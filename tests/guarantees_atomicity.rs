@@ -107,7 +107,8 @@ async fn sigkill_during_large_applies(db: Db) {
                 .await
                 .map(|r| r.status().as_u16())
         });
-        let delay = (per_call * n as u32).mul_f64(0.05 + rng.unit() * 1.05);
+        // Mostly inside the transaction, sometimes before it or after the commit.
+        let delay = (per_call * n as u32).mul_f64(0.05 + rng.unit() * 0.9);
         tokio::time::sleep(delay).await;
         drop(fleet); // SIGKILL, and waits for the process to end
         let answered = request.await.unwrap();

@@ -76,16 +76,34 @@ async fn refused(
     (status, code): (u16, &str),
 ) {
     let verb = reqwest::Method::from_bytes(verb.as_bytes()).unwrap();
-    let response = fleet
-        .client()
-        .request(verb, fleet.server.url(path))
-        .bearer_auth(&fleet.key)
-        .header("content-type", content_type)
-        .body(body)
-        .timeout(Duration::from_secs(60))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{label}: no answer: {e}"));
+    // The server answers 413 as soon as it reads Content-Length, and closes the connection
+    // without reading the rest: the client may then fail writing the body before it reads
+    // the answer (a reset). That race is the client's; the test retries it a few times.
+    let mut attempts = 0;
+    let response = loop {
+        attempts += 1;
+        // A connection of its own: after a 413 the server closes the connection it answered
+        // on, and a pooled client could send the next case on it.
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap();
+        let sent = client
+            .request(verb.clone(), fleet.server.url(path))
+            .bearer_auth(&fleet.key)
+            .header("content-type", content_type)
+            .body(body.clone())
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await;
+        match sent {
+            Ok(response) => break response,
+            Err(e) if status == 413 && attempts < 5 && !e.is_timeout() => {
+                eprintln!("{label}: attempt {attempts}: {e}");
+            }
+            Err(e) => panic!("{label}: no answer: {e}"),
+        }
+    };
     let got = response.status().as_u16();
     let text = response.text().await.unwrap();
     let envelope: Value = serde_json::from_str(&text)
