@@ -225,17 +225,25 @@ impl<'a> Planner<'a> {
                 map.insert(object.name.as_str(), Cow::Borrowed(id));
             }
         }
+        // Names already indexed (from `objects`, or the same object in the export) keep their
+        // id; only the others are looked up.
         for s in slice(&ex.config.sites) {
-            let id = self.existing_id(Kind::Site, &s.name);
-            self.site_ids.insert(&s.name, id);
+            if !self.site_ids.contains_key(s.name.as_str()) {
+                let id = self.existing_id(Kind::Site, &s.name);
+                self.site_ids.insert(&s.name, id);
+            }
         }
         for a in slice(&ex.config.provider_accounts) {
-            let id = self.existing_id(Kind::ProviderAccount, &a.name);
-            self.account_ids.insert(&a.name, id);
+            if !self.account_ids.contains_key(a.name.as_str()) {
+                let id = self.existing_id(Kind::ProviderAccount, &a.name);
+                self.account_ids.insert(&a.name, id);
+            }
         }
         for p in slice(&ex.config.pools) {
-            let id = self.existing_id(Kind::Pool, &p.name);
-            self.pool_ids.insert(&p.name, id);
+            if !self.pool_ids.contains_key(p.name.as_str()) {
+                let id = self.existing_id(Kind::Pool, &p.name);
+                self.pool_ids.insert(&p.name, id);
+            }
         }
         for offered in &ex.offered_pools {
             self.pool_ids
@@ -248,20 +256,26 @@ impl<'a> Planner<'a> {
             }
         }
         for s in slice(&doc.sites) {
-            let id = self.id_of(Kind::Site, &s.name);
-            self.site_ids.insert(&s.name, id);
+            if !self.site_ids.contains_key(s.name.as_str()) {
+                let id = self.id_of(Kind::Site, &s.name);
+                self.site_ids.insert(&s.name, id);
+            }
         }
         // Items of a kind the deployment does not serve will not exist: references to them
         // stay unknown.
         if !self.missing(Section::ProviderAccounts) {
             for a in slice(&doc.provider_accounts) {
-                let id = self.id_of(Kind::ProviderAccount, &a.name);
-                self.account_ids.insert(&a.name, id);
+                if !self.account_ids.contains_key(a.name.as_str()) {
+                    let id = self.id_of(Kind::ProviderAccount, &a.name);
+                    self.account_ids.insert(&a.name, id);
+                }
             }
         }
         for p in slice(&doc.pools) {
-            let id = self.id_of(Kind::Pool, &p.name);
-            self.pool_ids.insert(&p.name, id);
+            if !self.pool_ids.contains_key(p.name.as_str()) {
+                let id = self.id_of(Kind::Pool, &p.name);
+                self.pool_ids.insert(&p.name, id);
+            }
         }
         for f in slice(&ex.config.flavors) {
             let pool = self.pool_ids.get(f.pool.as_str()).cloned();
@@ -648,7 +662,10 @@ impl<'a> Planner<'a> {
             id.map_or_else(|| a.clone(), Cow::into_owned)
         });
         let existing = self.existing_name(Kind::Pool, &p.name);
-        let pool_id = self.id_of(Kind::Pool, &p.name);
+        let pool_id = match self.pool_ids.get(p.name.as_str()) {
+            Some(id) => id.clone(),
+            None => self.id_of(Kind::Pool, &p.name),
+        };
         let cur = match existing {
             None => {
                 let call = Call::PoolCreate(PoolCreate {
@@ -1075,8 +1092,9 @@ impl<'a> Planner<'a> {
         // name, read as one number, settle most comparisons without comparing strings.
         let prefix = |name: &str| {
             let mut word = [0u8; 8];
-            let n = name.len().min(8);
-            word[..n].copy_from_slice(&name.as_bytes()[..n]);
+            for (w, b) in word.iter_mut().zip(name.bytes()) {
+                *w = b;
+            }
             u64::from_be_bytes(word)
         };
         let mut order: Vec<(Kind, u64, usize)> = self
