@@ -935,11 +935,34 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune && self.doc.flavors.is_some() {
+            // The templates that stay after this plan, by the flavor they use: deleting that
+            // flavor would leave them dangling.
+            let templates = match &self.doc.sandbox_templates {
+                Some(templates) => templates.as_slice(),
+                None => slice(&self.ex.config.sandbox_templates),
+            };
+            let mut users: HashMap<(String, &str), &str> = HashMap::default();
+            for t in templates {
+                if let Some(pool) = self.pool_ids.get(t.pool.as_str()) {
+                    let user = users
+                        .entry((pool.to_string(), t.flavor.as_str()))
+                        .or_insert(&t.name);
+                    if t.name.as_str() < *user {
+                        *user = &t.name;
+                    }
+                }
+            }
             for cur in slice(&self.ex.config.flavors) {
                 if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
                     continue;
                 }
                 let name = join(&cur.pool, "/", &cur.name);
+                let notes = self
+                    .pool_ids
+                    .get(cur.pool.as_str())
+                    .and_then(|pool| users.get(&(pool.to_string(), cur.name.as_str())))
+                    .map(|user| vec![format!("flavor is used by sandbox template \"{user}\"")])
+                    .unwrap_or_default();
                 let call = Call::FlavorDelete(Delete {
                     tenant_id: self.tenant.to_owned(),
                     id: self.existing_id(Kind::Flavor, &name).into_owned(),
@@ -951,7 +974,7 @@ impl<'a> Planner<'a> {
                     name,
                     Action::Delete,
                     None,
-                    vec![],
+                    notes,
                     Some(PRUNE_REASON),
                     call,
                 );

@@ -547,7 +547,24 @@ fn prune_keeps_pools_in_use() {
         PRUNE,
         r#"pool burst delete
            pool vps-fra delete blocked: pool is used by sandbox template "py-small"
-           flavor vps-fra/g1.small delete"#,
+           flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small""#,
+    );
+}
+
+#[test]
+fn prune_keeps_flavors_in_use() {
+    check(
+        r#"{"version": 1, "flavors": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        r#"flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small""#,
+    );
+    check(
+        r#"{"version": 1, "flavors": [], "sandboxTemplates": []}"#,
+        &export(FLEET, &[]),
+        PRUNE,
+        "flavor vps-fra/g1.small delete
+         sandboxTemplate py-small delete",
     );
 }
 
