@@ -93,16 +93,15 @@ pub fn validate(
 pub fn plan(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "PlanOptions | undefined")] options: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
     let bytes = json_bytes(doc, "the document")?;
     let document = crate::validate(&bytes).map_err(invalid_input)?;
     let export = read_export(exported)?;
-    let options: PlanOptions = if options.is_undefined() || options.is_null() {
-        PlanOptions::default()
-    } else {
-        serde_wasm_bindgen::from_value(options)
-            .map_err(|e| JsError::new(&format!("options: {e}")))?
+    let options: PlanOptions = match options {
+        Some(options) if !options.is_null() => serde_wasm_bindgen::from_value(options)
+            .map_err(|e| JsError::new(&format!("options: {e}")))?,
+        _ => PlanOptions::default(),
     };
     Ok(to_js(&crate::plan(&document, &export, options))?)
 }

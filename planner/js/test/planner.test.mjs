@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -136,4 +137,33 @@ test('the generated JSON Schema is the committed one, and agrees with the valida
     assert.equal(planner.validate(document).ok, false, JSON.stringify(document).slice(0, 80));
     assert.equal(check(document), false, JSON.stringify(document).slice(0, 80));
   }
+});
+
+test('the bundler package is an ES module that plans the same', () => {
+  // Bundlers import the .wasm as an ES module; Node does too behind a flag.
+  const dir = join(goldenDir, planCases[0]);
+  const script = `
+    const planner = await import(${JSON.stringify(join(here, '..', 'pkg-bundler', 'planner.js'))});
+    const { readFileSync, existsSync } = await import('node:fs');
+    const dir = ${JSON.stringify(dir)};
+    const options = existsSync(dir + '/options.json') ? JSON.parse(readFileSync(dir + '/options.json')) : undefined;
+    const planned = planner.plan(readFileSync(dir + '/document.json', 'utf8'), readFileSync(dir + '/export.json', 'utf8'), options);
+    process.stdout.write(planned.planHash);
+  `;
+  const out = execFileSync(
+    process.execPath,
+    ['--experimental-wasm-modules', '--no-warnings', '--input-type=module', '-e', script],
+    { encoding: 'utf8' },
+  );
+  assert.equal(out, JSON.parse(read(dir, 'plan.json')).planHash);
+});
+
+test('plan takes its options as optional', () => {
+  const dir = join(goldenDir, planCases[0]);
+  const doc = read(dir, 'document.json').toString('utf8');
+  const exported = read(dir, 'export.json').toString('utf8');
+  const withoutPrune = planner.plan(doc, exported);
+  assert.deepStrictEqual(planner.plan(doc, exported, {}), withoutPrune);
+  assert.deepStrictEqual(planner.plan(doc, exported, null), withoutPrune);
+  assert.deepStrictEqual(planner.plan(doc, exported, { prune: false }), withoutPrune);
 });
