@@ -3,14 +3,16 @@
 //!   re-plan has no calls and nothing to create, update or delete;
 //! - planning is deterministic;
 //! - a fleet that already matches plans to no calls and the planHash of the empty list;
+//! - a plan made before a hand edit of an object it touches conflicts and changes nothing;
 //! - validate never panics, whatever the bytes, and accepts what a valid document serializes to.
 #![cfg(not(target_arch = "wasm32"))]
 
+use planner::calls::{Call, PoolUpdate};
 use planner::document::{
     Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate, Site,
     SiteKind, Warm,
 };
-use planner::fleet::Modules;
+use planner::fleet::{FleetError, Modules};
 use planner::{Document, Export, Fleet, Plan, PlanOptions, plan, plan_hash, validate};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -435,6 +437,52 @@ proptest! {
         let document = document(&mut Tape { values: &tape, at: 0 });
         let bytes = serde_json::to_vec_pretty(&document).unwrap();
         prop_assert_eq!(validate(&bytes), Ok(document));
+    }
+
+    #[test]
+    fn a_plan_made_before_a_hand_edit_conflicts_then_a_new_plan_converges(
+        desired in tape(),
+        current in tape(),
+    ) {
+        let desired = document(&mut Tape { values: &desired, at: 0 });
+        let mut fleet = fleet_of(&document(&mut Tape { values: &current, at: 0 }));
+        let options = PlanOptions { prune: true };
+        let export = fleet.export();
+        let stale = plan(&desired, &export, options);
+        prop_assume!(!stale.is_blocked());
+        // A pool the plan updates or archives, edited by hand meanwhile (same policy: the
+        // write alone moves its revision, as on the server).
+        let target = stale.calls.iter().find_map(|call| match call {
+            Call::PoolUpdate(i) => Some(i.id.clone()),
+            Call::PoolArchive(i) => Some(i.id.clone()),
+            _ => None,
+        });
+        prop_assume!(target.is_some());
+        let id = target.unwrap();
+        let object = export.objects.iter().find(|o| o.id.as_deref() == Some(&id)).unwrap();
+        let policy = export.config.pools.iter().flatten().find(|p| p.name == object.name)
+            .and_then(|p| p.policy.clone());
+        let hand_edit = Call::PoolUpdate(PoolUpdate {
+            tenant_id: TENANT.into(),
+            id: id.clone(),
+            if_revision: object.revision,
+            policy,
+        });
+        fleet.apply(&hand_edit).unwrap();
+
+        let before = fleet.clone();
+        match fleet.apply_all(&stale.calls) {
+            Err((_, FleetError::Conflict { object, .. })) => {
+                prop_assert_eq!(object, format!("pool {id}"));
+            }
+            other => panic!("a stale plan must conflict, got {other:?}"),
+        }
+        prop_assert_eq!(&fleet, &before, "a failed apply changes nothing");
+
+        let fresh = plan(&desired, &fleet.export(), options);
+        prop_assert_ne!(&fresh.plan_hash, &stale.plan_hash, "the planHash moved with the fleet");
+        fleet.apply_all(&fresh.calls).unwrap();
+        assert_converged(&plan(&desired, &fleet.export(), options));
     }
 
     #[test]
