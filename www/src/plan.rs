@@ -198,7 +198,11 @@ pub fn PlanView() -> impl IntoView {
                     placeholder="{\"version\": 1, \"sites\": [...], \"pools\": [...]}"
                     aria-describedby="validation"
                     prop:value=move || text.get()
-                    on:input=move |ev| set_text(event_target_value(&ev))
+                    on:input=move |ev| {
+                        // Typed or pasted text is no longer the uploaded file.
+                        file_name.set(None);
+                        set_text(event_target_value(&ev));
+                    }
                 />
             </div>
             <div id="validation" aria-live="polite">
