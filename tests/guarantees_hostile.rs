@@ -398,6 +398,23 @@ async fn hostile_inputs_are_refused_and_change_nothing(db: Db) {
     for (label, verb, path, content_type, body, expected) in cases {
         refused(&fleet, &label, verb, &path, content_type, body, expected).await;
     }
+    // 405 names the method's own verbs.
+    for (verb, method, allow) in [
+        ("PUT", "fleet.apply", "POST"),
+        ("OPTIONS", "fleet.export", "GET, POST"),
+    ] {
+        let response = fleet
+            .client()
+            .request(
+                reqwest::Method::from_bytes(verb.as_bytes()).unwrap(),
+                fleet.server.url(&format!("/api/{method}")),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405);
+        assert_eq!(response.headers()["allow"], allow, "{verb} {method}");
+    }
     assert_eq!(snapshot(&database).await, before, "nothing changed");
     assert_eq!(
         fleet

@@ -511,18 +511,32 @@ fn query_input(pairs: Vec<(String, String)>) -> Vec<u8> {
 }
 
 /// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): 405 with `Allow`
-/// and the INVALID_INPUT envelope, not a bare 405 with no body.
-pub async fn wrong_verb(verb: HttpMethod) -> Response {
+/// (the method's own verbs: POST, and GET for reads) and the INVALID_INPUT envelope, not a
+/// bare 405 with no body.
+pub async fn wrong_verb(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    verb: HttpMethod,
+) -> Response {
+    let read = state.methods.iter().any(|m| m.name == name && m.read);
+    let (allow, verbs) = if read {
+        ("GET, POST", json!(["GET", "POST"]))
+    } else {
+        ("POST", json!(["POST"]))
+    };
     let mut response = ApiError::with(
         Code::InvalidInput,
-        format!("{verb} is not a verb of the API: use POST (reads also GET)"),
-        json!({ "path": "", "allow": ["GET", "POST"] }),
+        format!(
+            "{verb} is not a verb of the API: use {}",
+            allow.replace(", ", " or ")
+        ),
+        json!({ "path": "", "allow": verbs }),
     )
     .into_response();
     *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
     response.headers_mut().insert(
         axum::http::header::ALLOW,
-        axum::http::HeaderValue::from_static("GET, HEAD, POST"),
+        axum::http::HeaderValue::from_static(allow),
     );
     response
 }
