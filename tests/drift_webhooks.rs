@@ -74,7 +74,11 @@ async fn drift_is_published_once_and_converges(db: Db) {
     assert_eq!(data["appliedPlanHash"], applied_hash.as_str());
     assert_eq!(
         data["changes"],
-        json!([{ "kind": "pool", "name": "vps-fra", "action": "update", "fields": ["policy"] }])
+        json!([{
+            "kind": "pool", "name": "vps-fra", "action": "update", "fields": ["policy"],
+            "before": { "policy": { "disruptionBudget": 0.5 } },
+            "after": { "policy": { "disruptionBudget": 0.1 } }
+        }])
     );
     assert_eq!(
         data["summary"],

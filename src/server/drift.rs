@@ -18,7 +18,7 @@ use super::events::{self, FLEET_CONVERGED, FLEET_DRIFTED};
 use super::fleet::{self, TenantInput};
 use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, check_name, parse};
 use super::reconciler::{self, Backoff, BoxFut, Outcome, Reconciler};
-use planner::{Action, Plan, PlanOptions, Summary};
+use planner::{Action, Change, Plan, PlanOptions, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::Row as _;
@@ -40,9 +40,9 @@ pub fn tenant_key(tenant: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
-    /// The changes that do something (up to [`MAX_CHANGES`]): kind, name, action, fields,
-    /// and blocked and note when blocked.
-    pub changes: Vec<Value>,
+    /// The changes that do something (up to [`MAX_CHANGES`]), as the plan has them: kind,
+    /// name, action, fields with before and after, and blocked and note when blocked.
+    pub changes: Vec<Change>,
     /// The plan's counts.
     pub summary: Summary,
     /// Whether some change is blocked.
@@ -62,17 +62,7 @@ impl Drift {
             .iter()
             .filter(|c| c.action != Action::Unchanged)
             .take(MAX_CHANGES)
-            .map(|c| {
-                let mut v = json!({ "kind": c.kind, "name": c.name, "action": c.action });
-                if !c.fields.is_empty() {
-                    v["fields"] = json!(c.fields);
-                }
-                if c.blocked {
-                    v["blocked"] = json!(true);
-                    v["note"] = json!(c.note);
-                }
-                v
-            })
+            .cloned()
             .collect();
         Some(Drift {
             changes,

@@ -592,7 +592,9 @@ pub async fn build_export(
     pools.sort_by(|a, b| by_name(&a.name, &b.name));
     let mut flavors = flavors;
     if let Some(f) = flavors.as_mut() {
-        f.sort_by(|a, b| (&a.pool, &a.name).cmp(&(&b.pool, &b.name)));
+        // By plan name (`pool/name`), as the contract says: (pool, name) pairs order
+        // differently when one pool's name is a prefix of another's.
+        f.sort_by_cached_key(|f| format!("{}/{}", f.pool, f.name));
     }
     let mut accounts = accounts;
     if let Some(a) = accounts.as_mut() {
