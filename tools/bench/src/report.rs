@@ -239,6 +239,9 @@ leaving out unchanged items unless asked would close most of it.
 - Left, `planner/src/fleet.rs` (the in-memory fleet model of the tests and fixtures, not on a \
 request path): `Fleet::resolve` finds names by linear scans, quadratic when building a fleet: \
 1.08 G instructions for the 1000-item fixture, six times the whole pipeline.
+- Left, to look into (`planner/src/plan/`): plan time grows faster than the document (the \
+first curve; sorting is n log n, yet the flag says more), while it stays linear in the state at \
+a fixed document (the second curve): a per-item cost that depends on the document's size.
 - The drift benchmark (`tests/drift_bench.rs`) measures 100, 300 and 1,000 tenants; 10,000 \
 tenants would take hours of setup through the HTTP API on this machine and is not run.
 ";
