@@ -550,6 +550,12 @@ pub async fn handle(
     Query(query): Query<Vec<(String, String)>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    // GET or HEAD of a write is a verb the method lacks, like PUT: 405 (HEAD never runs one).
+    if (verb == HttpMethod::GET || verb == HttpMethod::HEAD)
+        && state.methods.iter().any(|m| m.name == name && !m.read)
+    {
+        return wrong_verb(State(state), Path(name), verb).await;
+    }
     let started = Instant::now();
     let result = dispatch(&state, &name, &verb, &headers, query, body).await;
     let status = match &result {
@@ -582,7 +588,7 @@ async fn dispatch(
                 json!({ "method": name }),
             )
         })?;
-    let input = if verb == HttpMethod::GET {
+    let input = if verb == HttpMethod::GET || verb == HttpMethod::HEAD {
         if !method.read {
             return Err(ApiError::invalid(
                 "",
