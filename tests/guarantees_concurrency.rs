@@ -81,9 +81,10 @@ fn expect(method: &str, result: &Result<Value, Failure>, allowed: &[&str]) {
 
 /// `fleet.call` with a deadline: a request that is not answered in time is a deadlock.
 async fn call(fleet: &Fleet, method: &str, input: Value) -> Result<Value, Failure> {
-    tokio::time::timeout(Duration::from_secs(60), fleet.call(method, input))
-        .await
-        .unwrap_or_else(|_| panic!("{method} was not answered within 60 s"))
+    match tokio::time::timeout(Duration::from_secs(60), fleet.call(method, input)).await {
+        Ok(answer) => answer,
+        Err(_) => panic!("{method} was not answered within 60 s"),
+    }
 }
 
 async fn pools_of(fleet: &Fleet, tenant: &str) -> Vec<Value> {
