@@ -224,9 +224,11 @@ the times above on a shared machine).
 
 - Fixed: canonical JSON (`planner/src/canonical.rs`) collected and sorted every object's \
 members, allocated a string per integer and pushed strings char by char. It now writes members \
-in place when serde_json's map order already is JCS's order (always, for ASCII keys), integers \
-straight into the output, and strings without escapes whole. `plan_hash` over the 840 calls, \
-3 runs: 127,172,110 -> 113,855,856 instructions (-10.5%), output unchanged.
+in place when the map's order already is JCS's order, integers straight into the output, and \
+strings without escapes whole. `plan_hash` over the 840 calls, 3 runs: 127,172,110 -> \
+113,855,856 instructions (-10.5%), output unchanged, measured with serde_json's sorted maps; \
+since `preserve_order` was enabled (92365a9) objects in the model's field order take the sorting \
+path again, so a canonical serializer (below) is now the way to win this back.
 - Fixed in the measure: the pipeline hashed twice (the plan already carries its planHash).
 - Left, `planner/src/plan.rs`: `plan_hash` serializes the calls into a `serde_json::Value` tree \
 before canonicalizing it: about a third of the hash's instructions are that tree's allocations. \
