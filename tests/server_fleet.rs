@@ -162,6 +162,18 @@ async fn hand_edits_show_in_the_next_plan(db: Db) {
     assert_eq!(drift.details["planHash"], plan["planHash"]);
     assert_eq!(drift.details["expected"], "0".repeat(64));
     assert!(drift.details["changes"].is_array() && drift.details["summary"].is_object());
+    // The refusal is audited, and nothing else was written.
+    let audit = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
+        .await;
+    let refusals: Vec<_> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == "fleet.apply" && r["outcome"] == "config_drift")
+        .collect();
+    assert_eq!(refusals.len(), 1, "{audit}");
+    assert_eq!(refusals[0]["details"]["expected"], "0".repeat(64));
     // Applying puts it back.
     fleet
         .ok(

@@ -265,6 +265,18 @@ pub async fn apply(
     if let Some(expected) = expected
         && expected != plan.plan_hash.0
     {
+        // A refused attempt is audited too; the row is all this transaction writes.
+        audit(
+            &mut tx,
+            caller,
+            tenant,
+            "fleet.apply",
+            "config_drift",
+            None,
+            json!({ "expected": expected, "planHash": plan.plan_hash }),
+        )
+        .await?;
+        tx.commit().await?;
         return Err(ApiError::with(
             Code::ConfigDrift,
             format!(
