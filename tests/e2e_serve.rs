@@ -24,5 +24,13 @@ async fn serve_answers_health_and_serves_the_console() {
         .to_str()
         .unwrap();
     assert!(content_type.starts_with("text/html"), "{content_type}");
+    // The console's strict policy also comes as a header, where frame-ancestors works.
+    let policy = index.headers()[reqwest::header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
+    assert_eq!(index.headers()["x-content-type-options"], "nosniff");
     assert_eq!(index.text().await.unwrap(), page);
 }

@@ -25,6 +25,7 @@ pub mod webhooks;
 
 use anyhow::Context as _;
 use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, header};
 use axum::routing::get;
 use axum::{Json, Router};
 use db::{Db, Modules};
@@ -35,6 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tower_http::services::{ServeDir, ServeFile};
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
 /// The largest request body accepted (a maximal document fits with room to spare).
@@ -389,7 +391,25 @@ pub fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http())
         .with_state(state.clone())
         .fallback_service(ServeDir::new(&state.config.console_dir).fallback(ServeFile::new(index)))
+        // The console's policy, as a header too: `frame-ancestors` works only there.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
 }
+
+/// Sent with every response: the console's meta policy plus what only a header can say.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+    style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
+    base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
