@@ -117,6 +117,18 @@ pub struct Status {
     /// The drift as of the last check; absent until the first check.
     #[serde(default)]
     pub drift: Option<Drift>,
+    /// Why the last drift check failed, until a check succeeds.
+    #[serde(default)]
+    pub error: Option<CheckError>,
+}
+
+/// A failed drift check, as `fleet.status` reports it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CheckError {
+    /// What went wrong.
+    pub message: String,
+    /// When, in milliseconds since the epoch.
+    pub at: u64,
 }
 
 /// The last apply.
@@ -200,6 +212,14 @@ pub fn status(status: &Status, style: Style) -> String {
         if applied.prune { ", with prune" } else { "" }
     );
     let _ = writeln!(out, "planHash: {}", applied.plan_hash);
+    if let Some(error) = &status.error {
+        let _ = writeln!(
+            out,
+            "Last check failed at {}: {}",
+            timestamp(error.at),
+            error.message
+        );
+    }
     let Some(checked_at) = applied.checked_at else {
         out.push_str("Checked: not yet\n");
         return out;
@@ -311,6 +331,27 @@ mod tests {
         assert!(!Style::detect(true, no_color).colour);
         let forced = |name: &str| (name == "CLICOLOR_FORCE").then(|| "1".to_owned());
         assert!(Style::detect(false, forced).colour);
+    }
+
+    #[test]
+    fn status_shows_a_failed_check() {
+        let status: Status = serde_json::from_value(json!({
+            "tenantId": "root",
+            "applied": {
+                "planHash": "3f1c", "appliedBy": "usr_ops", "appliedAt": 1790251200000u64,
+                "prune": false
+            },
+            "error": { "message": "the applied document no longer validates", "at": 1790252100000u64 }
+        }))
+        .unwrap();
+        assert_eq!(
+            super::status(&status, Style::default()),
+            "Tenant: root\n\
+             Applied: by usr_ops at 2026-09-24T12:00:00Z\n\
+             planHash: 3f1c\n\
+             Last check failed at 2026-09-24T12:15:00Z: the applied document no longer validates\n\
+             Checked: not yet\n"
+        );
     }
 
     #[test]
