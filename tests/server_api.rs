@@ -421,6 +421,37 @@ async fn openapi_is_generated_from_the_method_table() {
     let update = &doc["paths"]["/api/pool.update"]["post"]["requestBody"]["content"]["application/json"]
         ["schema"];
     assert!(update["properties"]["ifRevision"].is_object(), "{update}");
+    // The schemas say what validation enforces: names, resources, the document.
+    let pattern = planner::schema::NAME_PATTERN;
+    assert_eq!(update["properties"]["tenantId"]["pattern"], pattern);
+    assert_eq!(
+        plan["properties"]["config"]["$ref"],
+        "#/components/schemas/FleetConfig"
+    );
+    let document = &doc["components"]["schemas"]["FleetConfig"];
+    assert_eq!(document["properties"]["version"]["const"], 1, "{document}");
+    let quota = &doc["paths"]["/api/pool.setOwnerQuota"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    assert_eq!(
+        quota["properties"]["resource"]["pattern"],
+        planner::schema::RESOURCE_PATTERN
+    );
+    // A GET read names its query parameters.
+    let parameters = &doc["paths"]["/api/pool.get"]["get"]["parameters"];
+    let tenant = parameters
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "tenantId")
+        .unwrap_or_else(|| panic!("{parameters}"));
+    assert_eq!(
+        (
+            &tenant["in"],
+            &tenant["required"],
+            &tenant["schema"]["pattern"]
+        ),
+        (&json!("query"), &json!(true), &json!(pattern))
+    );
     // Every reference resolves inside the document.
     fn refs(v: &Value, out: &mut Vec<String>) {
         match v {

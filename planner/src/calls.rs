@@ -133,6 +133,7 @@ impl Call {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Delete {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The object's id.
     pub id: String,
@@ -145,15 +146,19 @@ pub struct Delete {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderAccountCreate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// `fleet:<tenant>:providerAccount:<name>`; the id derives from it and the caller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Its name.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// The provider.
+    #[schemars(length(min = 1))]
     pub provider: String,
     /// Settings (secret references only under secret-looking keys).
+    #[schemars(transform = crate::schema::secret_references)]
     pub config: BTreeMap<String, String>,
 }
 
@@ -162,12 +167,14 @@ pub struct ProviderAccountCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderAccountUpdate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The account's id.
     pub id: String,
     /// The revision it was planned against.
     pub if_revision: u64,
     /// The whole new config.
+    #[schemars(transform = crate::schema::secret_references)]
     pub config: BTreeMap<String, String>,
 }
 
@@ -176,6 +183,7 @@ pub struct ProviderAccountUpdate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SiteCreate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// `fleet:<tenant>:site:<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +199,7 @@ pub struct SiteCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolCreate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// `fleet:<tenant>:pool:<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,6 +224,7 @@ pub struct PoolCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolUpdate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The pool's id.
     pub id: String,
@@ -229,10 +239,12 @@ pub struct PoolUpdate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolSetOwnerQuota {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The pool's id.
     pub pool_id: String,
     /// The resource (`gpu`).
+    #[schemars(pattern(crate::schema::RESOURCE_PATTERN))]
     pub resource: String,
     /// The new maximum; `null` removes the entry.
     pub max: Option<u64>,
@@ -246,12 +258,15 @@ pub struct PoolSetOwnerQuota {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolOffer {
     /// The tenant that owns the pool.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The pool's id.
     pub pool_id: String,
     /// The tenant it is offered to.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant: String,
     /// Maximum per resource.
+    #[schemars(transform = crate::schema::resource_keys)]
     pub quota: BTreeMap<String, u64>,
     /// Priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -266,10 +281,12 @@ pub struct PoolOffer {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolUnoffer {
     /// The tenant that owns the pool.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The pool's id.
     pub pool_id: String,
     /// The tenant it is no longer offered to.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant: String,
     /// The offer's revision.
     pub if_revision: u64,
@@ -280,6 +297,7 @@ pub struct PoolUnoffer {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FlavorCreate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// `fleet:<tenant>:flavor:<pool>/<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -287,6 +305,7 @@ pub struct FlavorCreate {
     /// The pool's id.
     pub pool_id: String,
     /// Its name within the pool.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// Virtual CPUs.
     pub vcpu: u32,
@@ -306,6 +325,7 @@ pub struct FlavorCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FlavorUpdate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The flavor's id.
     pub id: String,
@@ -329,11 +349,13 @@ pub struct FlavorUpdate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxTemplateCreate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// `fleet:<tenant>:sandboxTemplate:<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Its name.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// The pool's id.
     pub pool_id: String,
@@ -356,6 +378,7 @@ pub struct SandboxTemplateCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxTemplateUpdate {
     /// The tenant.
+    #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The template's id.
     pub id: String,

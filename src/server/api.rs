@@ -404,34 +404,82 @@ pub fn methods() -> Vec<Method> {
     all
 }
 
-/// Moves a generated schema's `$defs` into the document's components, pointing its
-/// references there, so each input schema resolves inside the OpenAPI document.
-fn hoist_defs(mut schema: Value, components: &mut Map<String, Value>) -> Value {
-    fn rewrite(v: &mut Value) {
-        match v {
-            Value::Object(map) => {
-                if let Some(Value::String(r)) = map.get_mut("$ref")
-                    && let Some(name) = r.strip_prefix("#/$defs/")
-                {
-                    *r = format!("#/components/schemas/{name}");
-                }
-                map.values_mut().for_each(rewrite);
+/// Points every `$ref` starting with `from` at `to` instead.
+fn rewrite_refs(v: &mut Value, from: &str, to: &str) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref")
+                && let Some(name) = r.strip_prefix(from)
+            {
+                *r = format!("{to}{name}");
             }
-            Value::Array(items) => items.iter_mut().for_each(rewrite),
-            _ => {}
+            map.values_mut().for_each(|v| rewrite_refs(v, from, to));
         }
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, from, to)),
+        _ => {}
     }
+}
+
+/// Moves a schema's definitions (under `defs`, referenced as `#/<defs>/<name>`) into the
+/// document's components as `<prefix><name>`, pointing its references there, so each input
+/// schema resolves inside the OpenAPI document.
+fn hoist(
+    mut schema: Value,
+    defs: &str,
+    prefix: &str,
+    components: &mut Map<String, Value>,
+) -> Value {
+    let from = format!("#/{defs}/");
+    let to = format!("#/components/schemas/{prefix}");
     if let Value::Object(map) = &mut schema {
         map.remove("$schema");
-        if let Some(Value::Object(defs)) = map.remove("$defs") {
-            for (name, mut def) in defs {
-                rewrite(&mut def);
-                components.insert(name, def);
+        if let Some(Value::Object(found)) = map.remove(defs) {
+            for (name, mut def) in found {
+                rewrite_refs(&mut def, &from, &to);
+                components.insert(format!("{prefix}{name}"), def);
             }
         }
     }
-    rewrite(&mut schema);
+    rewrite_refs(&mut schema, &from, &to);
     schema
+}
+
+/// A GET's query parameters: the input's string fields (and `limit`, a number), as
+/// [`query_input`] reads them; other fields cannot be given on GET.
+fn query_parameters(input: &Value) -> Vec<Value> {
+    let required: Vec<&str> = input["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = input["properties"].as_object() else {
+        return Vec::new();
+    };
+    let mut parameters = Vec::new();
+    for (name, schema) in properties {
+        let mut schema = schema.clone();
+        let string = match &schema["type"] {
+            Value::String(t) => t == "string",
+            // `null` (an absent optional field) has no query form: the field is left out.
+            Value::Array(types) => types.iter().any(|t| t == "string"),
+            _ => false,
+        };
+        if string {
+            schema["type"] = json!("string");
+        } else if name != "limit" {
+            continue;
+        }
+        let mut parameter = json!({
+            "name": name,
+            "in": "query",
+            "required": required.contains(&name.as_str()),
+            "schema": schema,
+        });
+        if let Some(description) = schema.get("description") {
+            parameter["description"] = description.clone();
+        }
+        parameters.push(parameter);
+    }
+    parameters
 }
 
 /// `GET /api/openapi.json`: generated from [`methods`].
@@ -444,7 +492,7 @@ pub fn openapi(methods: &[Method]) -> Value {
             "root" => "tenants/root".to_string(),
             s => s.to_string(),
         };
-        let input = hoist_defs((m.input)(), &mut components);
+        let input = hoist((m.input)(), "$defs", "", &mut components);
         let op = |verb: &str| {
             let mut op = json!({
                 "operationId": if verb == "get" { format!("{}.get", m.name) } else { m.name.to_string() },
@@ -466,6 +514,7 @@ pub fn openapi(methods: &[Method]) -> Value {
                     "Decides {} on {scope}. The input's fields as query parameters.",
                     m.permission
                 ));
+                op["parameters"] = Value::Array(query_parameters(&input));
             }
             op
         };
@@ -476,6 +525,14 @@ pub fn openapi(methods: &[Method]) -> Value {
         }
         paths.insert(format!("/api/{}", m.name), Value::Object(item));
     }
+    // `fleet.plan` and `fleet.apply` take a document: its schema, definitions prefixed.
+    let document = hoist(
+        planner::schema::document_schema(),
+        "definitions",
+        "FleetConfig.",
+        &mut components,
+    );
+    components.insert("FleetConfig".into(), document);
     paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "responses": { "200": { "description": "`{\"status\":\"ok\"}`" } } } }));
     let mut doc = json!({
         "openapi": "3.1.0",

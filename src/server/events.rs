@@ -111,6 +111,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<Event, sqlx::Error> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventList {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Only events of this type.
     #[serde(default, rename = "type")]

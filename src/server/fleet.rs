@@ -26,7 +26,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TenantInput {
     /// The tenant whose fleet this is.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
+}
+
+/// `config` is a FleetConfig document: the OpenAPI document carries its schema
+/// ([`planner::schema::document_schema`]) as this component (see `api::openapi`).
+fn document_ref(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "$ref": "#/components/schemas/FleetConfig" })
 }
 
 /// Input of `fleet.plan`.
@@ -34,9 +41,10 @@ pub struct TenantInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanInput {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The document (validated by the planner from its exact bytes).
-    #[schemars(with = "Value")]
+    #[schemars(schema_with = "document_ref")]
     pub config: Box<RawValue>,
     /// Delete what the listed kinds leave out.
     #[serde(default)]
@@ -48,9 +56,10 @@ pub struct PlanInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApplyInput {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The document.
-    #[schemars(with = "Value")]
+    #[schemars(schema_with = "document_ref")]
     pub config: Box<RawValue>,
     /// Delete what the listed kinds leave out.
     #[serde(default)]

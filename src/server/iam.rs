@@ -376,6 +376,7 @@ async fn require_tenant(tx: &mut Tx, id: &str) -> Result<(), ApiError> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TenantCreate {
     /// The new tenant's id (a name).
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub id: String,
     /// A display name; the id when absent.
     #[serde(default)]
@@ -453,8 +454,10 @@ pub async fn tenant_list(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServiceAccountCreate {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Its name.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub name: String,
 }
 
@@ -502,6 +505,7 @@ pub async fn service_account_create(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiKeyCreate {
     /// The tenant of the principal.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The principal the key acts as.
     pub principal_id: String,
@@ -558,6 +562,7 @@ pub async fn api_key_create(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TenantObject {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The object's id.
     pub id: String,
@@ -607,6 +612,7 @@ pub async fn api_key_revoke(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GrantCreate {
     /// The tenant of the principal.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Who receives the permission.
     pub principal_id: String,
@@ -734,6 +740,7 @@ pub async fn grant_delete(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuditList {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Only rows of this method.
     #[serde(default)]

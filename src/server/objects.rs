@@ -1247,6 +1247,7 @@ fn template_value(t: &TemplateRow) -> Value {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListInput {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
 }
 
@@ -1255,6 +1256,7 @@ pub struct ListInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GetInput {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The object's id.
     pub id: String,

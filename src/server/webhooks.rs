@@ -596,6 +596,7 @@ async fn attempt_once(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookCreate {
     /// The tenant whose events it receives.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Where to POST (http or https; loopback and private addresses only when the server
     /// allows them; link-local and metadata addresses never).
@@ -609,6 +610,7 @@ pub struct WebhookCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookList {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
 }
 
@@ -617,6 +619,7 @@ pub struct WebhookList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookRef {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The webhook's id.
     pub id: String,
@@ -627,6 +630,7 @@ pub struct WebhookRef {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeliveryList {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The webhook's id.
     pub id: String,
@@ -640,6 +644,7 @@ pub struct DeliveryList {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Redeliver {
     /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// The webhook's id.
     pub id: String,
