@@ -155,7 +155,7 @@ pub struct ProviderAccountCreate {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// The provider.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub provider: String,
     /// Settings (secret references only under secret-looking keys).
     #[schemars(transform = crate::schema::secret_references)]
@@ -191,6 +191,7 @@ pub struct SiteCreate {
     /// `shared` or `dedicated`.
     pub kind: SiteKind,
     /// The region.
+    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub region: String,
 }
 
@@ -210,6 +211,7 @@ pub struct PoolCreate {
     pub class: PoolClass,
     /// The GPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub gpu_model: Option<String>,
     /// The provider account's id (class `provider`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -308,9 +310,11 @@ pub struct FlavorCreate {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// Virtual CPUs.
+    #[schemars(range(min = 1))]
     pub vcpu: u32,
     /// Memory in GiB.
     #[serde(rename = "memoryGiB")]
+    #[schemars(range(min = 1))]
     pub memory_gib: u32,
     /// Disk in GiB.
     #[serde(rename = "diskGiB")]
@@ -332,9 +336,11 @@ pub struct FlavorUpdate {
     /// The revision it was planned against.
     pub if_revision: u64,
     /// Virtual CPUs.
+    #[schemars(range(min = 1))]
     pub vcpu: u32,
     /// Memory in GiB.
     #[serde(rename = "memoryGiB")]
+    #[schemars(range(min = 1))]
     pub memory_gib: u32,
     /// Disk in GiB.
     #[serde(rename = "diskGiB")]
@@ -362,6 +368,7 @@ pub struct SandboxTemplateCreate {
     /// The flavor's id.
     pub flavor_id: String,
     /// The image.
+    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub image_id: String,
     /// Environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]

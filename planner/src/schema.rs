@@ -15,6 +15,9 @@ pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9._-]{0,62}$";
 /// A resource (quota key): a letter, then up to 63 letters, digits, `.`, `_`, `-`.
 pub const RESOURCE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]{0,63}$";
 
+/// Free text the server requires to be more than whitespace (a provider, a region, an image).
+pub const NON_BLANK_PATTERN: &str = r"\S";
+
 /// A secret reference: `secret://...`, `vault://...` or `env://NAME`.
 pub const SECRET_REFERENCE_PATTERN: &str =
     r"^(secret://[\s\S]+|vault://[\s\S]+|env://[A-Za-z_][A-Za-z0-9_]*)$";
@@ -32,7 +35,7 @@ pub fn document_schema() -> Value {
 
 /// schemars marks integers with Rust formats (`uint32`) that validators do not know (ajv's
 /// strict mode refuses them); state the range they stand for instead.
-fn integer_formats_to_ranges(value: &mut Value) {
+pub fn integer_formats_to_ranges(value: &mut Value) {
     match value {
         Value::Object(map) => {
             let format = map.get("format").and_then(Value::as_str).map(str::to_owned);

@@ -41,7 +41,10 @@ pub struct Method {
 }
 
 fn schema<T: schemars::JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    // `uint32` means nothing to clients: state the range, as the document's schema does.
+    planner::schema::integer_formats_to_ranges(&mut schema);
+    schema
 }
 
 fn run_call<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {

@@ -305,6 +305,10 @@ pub async fn insert_key(
 /// Parses a method's input from its JSON bytes, answering INVALID_INPUT with the path of
 /// the problem.
 pub fn parse<T: serde::de::DeserializeOwned>(input: &[u8]) -> Result<T, ApiError> {
+    // serde reads a struct from an array too (`[]` is an empty struct): an input is an object.
+    if input.trim_ascii_start().starts_with(b"[") {
+        return Err(ApiError::invalid("", "the input is a JSON object"));
+    }
     let mut de = serde_json::Deserializer::from_slice(input);
     let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
     de.end().map_err(|e| ApiError::invalid("", e.to_string()))?;
@@ -760,6 +764,7 @@ pub async fn audit_list(
     caller
         .check_tenant(state, "audit.list", &input.tenant_id, "iam:audit:read")
         .await?;
+    check_name("tenantId", &input.tenant_id)?;
     let limit = i64::from(input.limit.unwrap_or(100).min(1000));
     let method = input.method.unwrap_or_default();
     let rows = sqlx::query(

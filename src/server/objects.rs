@@ -1292,6 +1292,7 @@ pub async fn read(
     caller
         .check_tenant(state, method, &tenant, read_permission(kind))
         .await?;
+    check_name("tenantId", &tenant)?;
     let mut conn = state.db.pool.acquire().await?;
     let conn = &mut *conn;
     let (filter, args): (&str, Vec<&str>) = match &id {
