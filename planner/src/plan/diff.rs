@@ -83,6 +83,30 @@ fn slice<T>(list: &Option<Vec<T>>) -> &[T] {
     list.as_deref().unwrap_or(&[])
 }
 
+/// The items of a kind that remain after a plan: the document's list when it has one (prune
+/// makes it the whole truth), else the current ones, which an absent key leaves alone.
+fn remaining<'s, T>(listed: &'s Option<Vec<T>>, current: &'s Option<Vec<T>>) -> &'s [T] {
+    listed.as_deref().unwrap_or_else(|| slice(current))
+}
+
+/// For each key, the smallest of its users, so a blocked delete names one user
+/// deterministically.
+fn first_users<K: std::hash::Hash + Eq, U: Ord>(
+    uses: impl IntoIterator<Item = (K, U)>,
+) -> HashMap<K, U> {
+    let mut users: HashMap<K, U> = HashMap::default();
+    for (key, user) in uses {
+        match users.get_mut(&key) {
+            Some(first) if user < *first => *first = user,
+            Some(_) => {}
+            None => {
+                users.insert(key, user);
+            }
+        }
+    }
+    users
+}
+
 /// The differing fields of an update, with their values as JSON.
 #[derive(Default)]
 struct Diff {
@@ -539,21 +563,11 @@ impl<'a> Planner<'a> {
         }
         if self.prune && self.doc.provider_accounts.is_some() {
             // The pools that stay after this plan, by the provider account they use.
-            let remaining = match &self.doc.pools {
-                Some(pools) => pools.as_slice(),
-                None => slice(&self.ex.config.pools),
-            };
-            let mut users: HashMap<String, &str> = HashMap::default();
-            for p in remaining {
-                if let Some(account) = &p.provider_account
-                    && let Some(id) = self.account_ids.get(account.as_str())
-                {
-                    let user = users.entry(id.to_string()).or_insert(&p.name);
-                    if p.name.as_str() < *user {
-                        *user = &p.name;
-                    }
-                }
-            }
+            let pools = remaining(&self.doc.pools, &self.ex.config.pools);
+            let users = first_users(pools.iter().filter_map(|p| {
+                let id = self.account_ids.get(p.provider_account.as_deref()?)?;
+                Some((id.to_string(), p.name.as_str()))
+            }));
             for cur in slice(&self.ex.config.provider_accounts) {
                 if self
                     .matched
@@ -595,32 +609,21 @@ impl<'a> Planner<'a> {
             return;
         }
         // What stays after this plan, by the pool it uses.
-        let flavors = match &self.doc.flavors {
-            Some(flavors) => flavors.as_slice(),
-            None => slice(&self.ex.config.flavors),
-        };
-        let templates = match &self.doc.sandbox_templates {
-            Some(templates) => templates.as_slice(),
-            None => slice(&self.ex.config.sandbox_templates),
-        };
-        let mut users: HashMap<String, String> = HashMap::default();
-        let mut use_pool = |pool_id: Option<&Id>, user: String| {
-            if let Some(id) = pool_id {
-                let entry = users.entry(id.to_string()).or_insert_with(|| user.clone());
-                if user < *entry {
-                    *entry = user;
-                }
-            }
-        };
-        for f in flavors {
-            let user = format!("flavor \"{}/{}\"", f.pool, f.name);
-            use_pool(self.pool_ids.get(f.pool.as_str()), user);
-        }
-        for t in templates {
-            // "sandbox template" sorts after "flavor": flavors are named first.
-            let user = format!("sandbox template \"{}\"", t.name);
-            use_pool(self.pool_ids.get(t.pool.as_str()), user);
-        }
+        let flavors = remaining(&self.doc.flavors, &self.ex.config.flavors);
+        let templates = remaining(
+            &self.doc.sandbox_templates,
+            &self.ex.config.sandbox_templates,
+        );
+        let flavor_uses = flavors.iter().filter_map(|f| {
+            let id = self.pool_ids.get(f.pool.as_str())?;
+            Some((id.to_string(), format!("flavor \"{}/{}\"", f.pool, f.name)))
+        });
+        // "sandbox template" sorts after "flavor": flavors are named first.
+        let template_uses = templates.iter().filter_map(|t| {
+            let id = self.pool_ids.get(t.pool.as_str())?;
+            Some((id.to_string(), format!("sandbox template \"{}\"", t.name)))
+        });
+        let users = first_users(flavor_uses.chain(template_uses));
         for cur in slice(&self.ex.config.pools) {
             if self.matched.contains(&(Kind::Pool, cur.name.as_str())) {
                 continue;
@@ -937,21 +940,14 @@ impl<'a> Planner<'a> {
         if self.prune && self.doc.flavors.is_some() {
             // The templates that stay after this plan, by the flavor they use: deleting that
             // flavor would leave them dangling.
-            let templates = match &self.doc.sandbox_templates {
-                Some(templates) => templates.as_slice(),
-                None => slice(&self.ex.config.sandbox_templates),
-            };
-            let mut users: HashMap<(String, &str), &str> = HashMap::default();
-            for t in templates {
-                if let Some(pool) = self.pool_ids.get(t.pool.as_str()) {
-                    let user = users
-                        .entry((pool.to_string(), t.flavor.as_str()))
-                        .or_insert(&t.name);
-                    if t.name.as_str() < *user {
-                        *user = &t.name;
-                    }
-                }
-            }
+            let templates = remaining(
+                &self.doc.sandbox_templates,
+                &self.ex.config.sandbox_templates,
+            );
+            let users = first_users(templates.iter().filter_map(|t| {
+                let pool = self.pool_ids.get(t.pool.as_str())?;
+                Some(((pool.to_string(), t.flavor.as_str()), t.name.as_str()))
+            }));
             for cur in slice(&self.ex.config.flavors) {
                 if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
                     continue;
