@@ -229,13 +229,17 @@ async fn pass(database: &str, key: &str, tenants: usize) -> i64 {
     end - start
 }
 
-/// Prints a row of the report's side-by-side tables (scripts/bench collects `BENCH` lines).
-fn bench_row(measure: &str, db: &str, cell: &str) {
+/// Prints a row of the report's side-by-side tables (scripts/bench collects `BENCH` lines);
+/// `point` (tenants, pass ms) is a point of the report's drift plot.
+fn bench_row(measure: &str, db: &str, cell: &str, point: Option<(usize, i64)>) {
     let table = "Drift pass (`fleet.drift` over every tenant, each with an applied 200-item document, nothing drifted)";
-    println!(
-        "BENCH {}",
-        json!({ "section": "server", "table": table, "measure": measure, "db": db, "cell": cell })
-    );
+    let mut row =
+        json!({ "section": "server", "table": table, "measure": measure, "db": db, "cell": cell });
+    if let Some((tenants, ms)) = point {
+        row["tenants"] = json!(tenants);
+        row["passMs"] = json!(ms);
+    }
+    println!("BENCH {row}");
 }
 
 async fn bench(label: &str, database: &str) {
@@ -267,11 +271,13 @@ async fn bench(label: &str, database: &str) {
             &format!("{count}: the pass"),
             label,
             &format!("{:.1} s", ms as f64 / 1e3),
+            Some((n, ms)),
         );
         bench_row(
             &format!("{count}: per tenant"),
             label,
             &format!("{:.2} ms", ms as f64 / n as f64),
+            None,
         );
     }
 }

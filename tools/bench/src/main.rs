@@ -6,6 +6,8 @@
 //! - `fleet-bench native [--quick]` prints result rows (JSON lines): validate, plan and hash of
 //!   the maximal pair against two typed `serde_json` parses, and the scaling curves;
 //! - `fleet-bench profile [ROUNDS]` runs the pipeline for `valgrind --tool=callgrind`;
+//! - `fleet-bench hotspots FILE [N]` prints the program total and the top N functions of a
+//!   `callgrind_annotate` self-cost report as rows, for the report's `Hot spots`;
 //! - `fleet-bench report ROWS OUT.md SVG_DIR` renders the rows of one run as
 //!   `docs/performance.md` with SVG plots of the curves.
 
@@ -52,8 +54,14 @@ fn main() {
             let svg_dir = std::path::Path::new(arg(3).expect("report SVG_DIR"));
             report::write(&rows, out, svg_dir).expect("writes the report");
         }
+        Some("hotspots") => {
+            let text = std::fs::read_to_string(arg(1).expect("hotspots FILE")).expect("reads FILE");
+            for row in report::hotspot_rows(&text, number(2, 40)) {
+                println!("{row}");
+            }
+        }
         _ => {
-            eprintln!("usage: fleet-bench fixture|native|profile|report ...");
+            eprintln!("usage: fleet-bench fixture|native|profile|hotspots|report ...");
             std::process::exit(2);
         }
     }

@@ -201,6 +201,10 @@ pub fn write(rows: &[Value], out: &Path, svg_dir: &Path) -> std::io::Result<()> 
             }
             md.push('\n');
         }
+        side_by_side(&mut md, &ours);
+        if section == "server" {
+            drift_plot(&mut md, &ours, svg_dir, out)?;
+        }
         let texts: Vec<&str> = ours.iter().filter_map(|r| str_of(r, "text")).collect();
         if !texts.is_empty() {
             md.push_str("```text\n");
@@ -211,42 +215,9 @@ pub fn write(rows: &[Value], out: &Path, svg_dir: &Path) -> std::io::Result<()> 
             md.push_str("```\n\n");
         }
     }
-    md.push_str(FINDINGS);
+    hot_spots(&mut md, rows);
     std::fs::write(out, md)
 }
-
-/// What the profiles showed, what was fixed (with callgrind counts, which do not depend on
-/// the machine's load) and what is left, in the order of their weight.
-const FINDINGS: &str = "## Hot spots: fixed and left
-
-Instruction counts from `valgrind --tool=callgrind` on the maximal pair (deterministic, unlike \
-the times above on a shared machine).
-
-- Fixed: canonical JSON (`planner/src/canonical.rs`) collected and sorted every object's \
-members, allocated a string per integer and pushed strings char by char. It now writes members \
-in place when the map's order already is JCS's order, integers straight into the output, and \
-strings without escapes whole. `plan_hash` over the 840 calls, 3 runs: 127,172,110 -> \
-113,855,856 instructions (-10.5%), output unchanged, measured with serde_json's sorted maps; \
-since `preserve_order` was enabled (92365a9) objects in the model's field order take the sorting \
-path again, so a canonical serializer (below) is now the way to win this back.
-- Fixed in the measure: the pipeline hashed twice (the plan already carries its planHash).
-- Left, `planner/src/plan.rs`: `plan_hash` serializes the calls into a `serde_json::Value` tree \
-before canonicalizing it: about a third of the hash's instructions are that tree's allocations. \
-A serializer writing canonical JSON straight into SHA-256 would remove them.
-- Left, `planner/src/wasm.rs` (serde round trip across the boundary): `plan` turns the whole \
-`Plan`, with one change per item (11,800 here, of which 11,180 `unchanged`), into JS objects \
-through serde-wasm-bindgen; that conversion, not the planning, is most of the gap between the \
-wasm and the native pipeline. Answering the plan as one JSON string (one `JSON.parse` in JS) or \
-leaving out unchanged items unless asked would close most of it.
-- Left, `planner/src/fleet.rs` (the in-memory fleet model of the tests and fixtures, not on a \
-request path): `Fleet::resolve` finds names by linear scans, quadratic when building a fleet: \
-1.08 G instructions for the 1000-item fixture, six times the whole pipeline.
-- Left, to look into (`planner/src/plan/`): plan time grows faster than the document (the \
-first curve; sorting is n log n, yet the flag says more), while it stays linear in the state at \
-a fixed document (the second curve): a per-item cost that depends on the document's size.
-- The drift benchmark (`tests/drift_bench.rs`) measures 100, 300 and 1,000 tenants; 10,000 \
-tenants would take hours of setup through the HTTP API on this machine and is not run.
-";
 
 fn scaling(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std::io::Result<()> {
     let mut curves: Vec<(String, Vec<&Value>)> = Vec::new();
@@ -323,5 +294,407 @@ fn relative(file: &Path, from: &Path) -> String {
     match file.strip_prefix(base) {
         Ok(rel) => rel.display().to_string(),
         Err(_) => file.display().to_string(),
+    }
+}
+
+/// The columns of the side-by-side tables, in this order when present.
+const DATABASES: [&str; 2] = ["SQLite", "PostgreSQL"];
+
+/// Rows carrying `table`, `measure`, `db` and `cell` as one table per caption: a line per
+/// measure, a column per database.
+fn side_by_side(md: &mut String, rows: &[&Value]) {
+    let mut tables: Vec<(&str, Vec<&Value>)> = Vec::new();
+    for r in rows {
+        let Some(table) = str_of(r, "table") else {
+            continue;
+        };
+        match tables.iter_mut().find(|t| t.0 == table) {
+            Some(t) => t.1.push(r),
+            None => tables.push((table, vec![r])),
+        }
+    }
+    for (table, rows) in tables {
+        let mut columns: Vec<&str> = Vec::new();
+        let mut measures: Vec<&str> = Vec::new();
+        for r in &rows {
+            let db = str_of(r, "db").unwrap_or("?");
+            if !columns.contains(&db) {
+                columns.push(db);
+            }
+            let m = str_of(r, "measure").unwrap_or("?");
+            if !measures.contains(&m) {
+                measures.push(m);
+            }
+        }
+        columns.sort_by_key(|c| {
+            DATABASES
+                .iter()
+                .position(|d| d == c)
+                .unwrap_or(DATABASES.len())
+        });
+        let _ = writeln!(md, "**{table}**\n");
+        let _ = writeln!(md, "| Measure | {} |", columns.join(" | "));
+        let _ = writeln!(md, "|---|{}", "---:|".repeat(columns.len()));
+        for m in measures {
+            let cells: Vec<&str> = columns
+                .iter()
+                .map(|c| {
+                    rows.iter()
+                        .rev()
+                        .find(|r| str_of(r, "measure") == Some(m) && str_of(r, "db") == Some(*c))
+                        .and_then(|r| str_of(r, "cell"))
+                        .unwrap_or("not measured")
+                })
+                .collect();
+            let _ = writeln!(md, "| {m} | {} |", cells.join(" | "));
+        }
+        md.push('\n');
+    }
+}
+
+/// The drift pass's time against the number of tenants, a curve per database (rows with
+/// `tenants` and `passMs`), as `drift.svg`, with its growth exponent.
+fn drift_plot(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std::io::Result<()> {
+    let mut series: Vec<Series> = Vec::new();
+    for r in rows {
+        let (Some(db), Some(n), Some(ms)) =
+            (str_of(r, "db"), num_of(r, "tenants"), num_of(r, "passMs"))
+        else {
+            continue;
+        };
+        let name = format!("drift pass, {db}");
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((n, ms.max(1.0))),
+            None => series.push(Series {
+                name,
+                points: vec![(n, ms.max(1.0))],
+            }),
+        }
+    }
+    if series.is_empty() {
+        return Ok(());
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some(e) = exponent(&s.points, 1000.0) {
+            let flag = if e > 1.2 {
+                "**super-linear**"
+            } else {
+                "near-linear"
+            };
+            let _ = writeln!(
+                md,
+                "{}: growth exponent {e:.2} from 1,000 tenants up, {flag}.\n",
+                s.name
+            );
+        }
+    }
+    let file = svg_dir.join("drift.svg");
+    std::fs::write(
+        &file,
+        chart(
+            "Drift pass time against tenants (log-log; dashed: linear)",
+            "tenants",
+            "milliseconds",
+            &series,
+        ),
+    )?;
+    let _ = writeln!(
+        md,
+        "![Drift pass against tenants]({})\n",
+        relative(&file, out)
+    );
+    Ok(())
+}
+
+/// The part of the pipeline a function of the profile belongs to, by its name.
+fn area(function: &str) -> &'static str {
+    let has = |needles: &[&str]| needles.iter().any(|n| function.contains(n));
+    if has(&[
+        "planner::canonical",
+        "plan_hash",
+        "sha2::",
+        "Sha256",
+        "compress256",
+    ]) {
+        "planHash (canonical JSON, SHA-256)"
+    } else if has(&["serde", "Deserializ", "Serializ"]) {
+        "JSON reading and writing (serde_json, derived visitors)"
+    } else if has(&["planner::validate", "planner::schema"]) {
+        "validation rules (planner::validate)"
+    } else if has(&["planner::plan", "planner::diff"]) {
+        "planning (planner::plan)"
+    } else if has(&["alloc", "free", "drop_in_place", "RawVec"]) {
+        "allocation, freeing, drops"
+    } else if has(&["core::slice::sort"]) {
+        "sorting"
+    } else if has(&["hashbrown", "Hasher", "hash::", "BuildHasher"]) {
+        "hash maps"
+    } else if has(&["mem", "str", "utf8"]) {
+        "memory copies, string and UTF-8 checks"
+    } else {
+        "other"
+    }
+}
+
+/// Whether a measure row met its goal, when it has one.
+fn goal_status(r: &Value) -> Option<(bool, f64, &str)> {
+    let goal = str_of(r, "goal")?;
+    let ratio = num_of(r, "ratio")?;
+    Some((meets(ratio, goal)?, ratio, goal))
+}
+
+/// The `Hot spots` section, computed from this run's rows: where the profiled pipeline's
+/// instructions go (self cost by area and by function), the goals and where they stand, the
+/// curves flagged super-linear, and the wasm pipeline against the native one.
+fn hot_spots(md: &mut String, rows: &[Value]) {
+    md.push_str("## Hot spots\n\n");
+    md.push_str("Computed from this run's rows (nothing here is written by hand).\n\n");
+    let total = rows
+        .iter()
+        .find(|r| str_of(r, "section") == Some("hotspot-total"))
+        .and_then(|r| num_of(r, "ir"));
+    let functions: Vec<(&str, f64)> = rows
+        .iter()
+        .filter(|r| str_of(r, "section") == Some("hotspot"))
+        .filter_map(|r| Some((str_of(r, "function")?, num_of(r, "ir")?)))
+        .collect();
+    match total {
+        Some(total) if total > 0.0 && !functions.is_empty() => {
+            let _ = writeln!(
+                md,
+                "**Where the native pipeline's instructions go** (callgrind self cost, {} instructions in all; the functions below {:.0}% of them):\n",
+                thousands(total),
+                functions.iter().map(|f| f.1).sum::<f64>() / total * 100.0
+            );
+            let mut areas: Vec<(&str, f64)> = Vec::new();
+            for &(f, ir) in &functions {
+                let a = area(f);
+                match areas.iter_mut().find(|x| x.0 == a) {
+                    Some(x) => x.1 += ir,
+                    None => areas.push((a, ir)),
+                }
+            }
+            areas.sort_by(|a, b| b.1.total_cmp(&a.1));
+            md.push_str("| Area | Instructions | Share |\n|---|---:|---:|\n");
+            for (a, ir) in &areas {
+                let _ = writeln!(
+                    md,
+                    "| {a} | {} | {:.1}% |",
+                    thousands(*ir),
+                    ir / total * 100.0
+                );
+            }
+            md.push_str("\n**The heaviest functions** (self cost):\n\n| Function | Area | Share |\n|---|---|---:|\n");
+            for &(f, ir) in functions.iter().take(12) {
+                let _ = writeln!(
+                    md,
+                    "| `{}` | {} | {:.1}% |",
+                    f.replace('|', "\\|"),
+                    area(f),
+                    ir / total * 100.0
+                );
+            }
+            md.push('\n');
+        }
+        _ => md.push_str(
+            "No callgrind profile in this run (`--no-callgrind`, or valgrind is missing).\n\n",
+        ),
+    }
+
+    let mut findings: Vec<String> = Vec::new();
+    let measures = rows.iter().filter(|r| r.get("name").is_some());
+    for r in measures {
+        if let Some((met, ratio, goal)) = goal_status(r) {
+            let peer = str_of(r, "peer").map_or(String::new(), |p| format!(" {p}"));
+            findings.push(format!(
+                "Goal {}: {} ({}): {ratio:.2} x{peer}, goal {goal}.",
+                if met { "met" } else { "**not met**" },
+                str_of(r, "name").unwrap_or("?"),
+                section_title(str_of(r, "section").unwrap_or(""))
+            ));
+        }
+    }
+    // Per curve: its name, then its plan and pipeline points.
+    type Curve<'a> = (&'a str, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let mut curves: Vec<Curve> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| str_of(r, "section") == Some("scaling"))
+    {
+        let name = str_of(r, "curve").unwrap_or("?");
+        let x = num_of(r, "objects").unwrap_or_default();
+        let point = |k| (x, num_of(r, k).unwrap_or_default());
+        match curves.iter_mut().find(|c| c.0 == name) {
+            Some(c) => {
+                c.1.push(point("planMs"));
+                c.2.push(point("pipelineMs"));
+            }
+            None => curves.push((name, vec![point("planMs")], vec![point("pipelineMs")])),
+        }
+    }
+    for (name, plan, pipeline) in &curves {
+        for (what, pts) in [("plan", plan), ("pipeline", pipeline)] {
+            if let Some(e) = exponent(pts, 1000.0).filter(|e| *e > 1.2) {
+                findings.push(format!(
+                    "Super-linear: {what} time on the curve \"{name}\" grows with exponent {e:.2} (1 is linear)."
+                ));
+            }
+        }
+    }
+    let find = |section: &str, prefix: &str| {
+        rows.iter()
+            .find(|r| {
+                str_of(r, "section") == Some(section)
+                    && str_of(r, "name").is_some_and(|n| n.starts_with(prefix))
+            })
+            .and_then(|r| num_of(r, "ms"))
+    };
+    if let (Some(wasm), Some(native)) = (
+        find("planner-node", "wasm validate + plan + hash (bytes in)"),
+        find("planner-native", "validate + read export + plan + planHash"),
+    ) {
+        findings.push(format!(
+            "The wasm pipeline in Node takes {wasm:.1} ms, {:.2} x the native pipeline's {native:.1} ms.",
+            wasm / native
+        ));
+    }
+    if !findings.is_empty() {
+        md.push_str("**What this run shows**\n\n");
+        for f in findings {
+            let _ = writeln!(md, "- {f}");
+        }
+        md.push('\n');
+    }
+}
+
+/// A section's heading.
+fn section_title(section: &str) -> &str {
+    SECTIONS
+        .iter()
+        .find(|s| s.0 == section)
+        .map_or(section, |s| s.1)
+}
+
+/// 1234567 as `1,234,567`.
+fn thousands(n: f64) -> String {
+    let digits = format!("{:.0}", n.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The self-cost lines of `callgrind_annotate`'s report as rows: the program's total
+/// (`hotspot-total`) and the top `limit` functions (`hotspot`), their file prefixes and
+/// binary suffixes removed.
+pub fn hotspot_rows(annotated: &str, limit: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    let count = |line: &str| -> Option<(f64, String)> {
+        let line = line.trim_start();
+        let (n, rest) = line.split_once(' ')?;
+        let n: f64 = n.replace(',', "").parse().ok()?;
+        let rest = rest.trim_start();
+        let rest = rest.strip_prefix('(')?.split_once(')')?.1.trim();
+        Some((n, rest.to_string()))
+    };
+    for line in annotated.lines() {
+        let Some((n, what)) = count(line) else {
+            continue;
+        };
+        if what.starts_with("PROGRAM TOTALS") {
+            out.push(serde_json::json!({ "section": "hotspot-total", "ir": n }));
+            continue;
+        }
+        if out
+            .iter()
+            .filter(|r| str_of(r, "section") == Some("hotspot"))
+            .count()
+            >= limit
+        {
+            continue;
+        }
+        // `file:function [binary]`: the function alone.
+        let what = what.rsplit_once(" [").map_or(what.as_str(), |w| w.0);
+        let function = what.split_once(':').map_or(what, |w| w.1);
+        out.push(serde_json::json!({ "section": "hotspot", "function": function, "ir": n }));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_callgrind_annotate() {
+        let text = "--------\n702,895,647 (100.0%)  PROGRAM TOTALS\n\n--------\nIr  file:function\n\
+            132,492,999 (18.85%)  ???:<serde_json::read::SliceRead as serde_json::read::Read>::parse_str [/x/fleet-bench]\n\
+             75,797,376 (10.78%)  ???:__rustc::__rust_alloc [/x/fleet-bench]\n\
+             35,535,486 ( 5.06%)  ???:planner::canonical::PlanHash::of [/x/fleet-bench]\n";
+        let rows = hotspot_rows(text, 2);
+        assert_eq!(
+            rows[0],
+            json!({ "section": "hotspot-total", "ir": 702_895_647.0 })
+        );
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            rows[1]["function"],
+            "<serde_json::read::SliceRead as serde_json::read::Read>::parse_str"
+        );
+        assert_eq!(
+            area(rows[1]["function"].as_str().unwrap()),
+            "JSON reading and writing (serde_json, derived visitors)"
+        );
+        assert_eq!(area("__rustc::__rust_alloc"), "allocation, freeing, drops");
+        assert_eq!(
+            area("planner::canonical::PlanHash::of"),
+            "planHash (canonical JSON, SHA-256)"
+        );
+        assert_eq!(thousands(702_895_647.0), "702,895,647");
+    }
+
+    #[test]
+    fn puts_databases_side_by_side() {
+        let rows = [
+            json!({ "section": "server", "table": "T", "measure": "p99", "db": "PostgreSQL", "cell": "9 ms" }),
+            json!({ "section": "server", "table": "T", "measure": "p99", "db": "SQLite", "cell": "7 ms" }),
+            json!({ "section": "server", "table": "T", "measure": "p50", "db": "SQLite", "cell": "5 ms" }),
+        ];
+        let refs: Vec<&Value> = rows.iter().collect();
+        let mut md = String::new();
+        side_by_side(&mut md, &refs);
+        assert_eq!(
+            md,
+            "**T**\n\n| Measure | SQLite | PostgreSQL |\n|---|---:|---:|\n| p99 | 7 ms | 9 ms |\n| p50 | 5 ms | not measured |\n\n"
+        );
+    }
+
+    #[test]
+    fn hot_spots_come_from_the_rows() {
+        let rows = [
+            json!({ "section": "hotspot-total", "ir": 1000.0 }),
+            json!({ "section": "hotspot", "function": "planner::plan::diff::plan", "ir": 600.0 }),
+            json!({ "section": "hotspot", "function": "serde_json::de::from_trait", "ir": 300.0 }),
+            json!({ "section": "planner-native", "name": "pipeline", "ms": 10.0, "ratio": 2.0, "peer": "two parses", "goal": "<= 1.3 x" }),
+        ];
+        let mut md = String::new();
+        hot_spots(&mut md, &rows);
+        assert!(
+            md.contains("| planning (planner::plan) | 600 | 60.0% |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "Goal **not met**: pipeline (Planner, native): 2.00 x two parses, goal <= 1.3 x."
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("serde-wasm-bindgen"));
     }
 }
