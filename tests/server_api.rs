@@ -339,6 +339,72 @@ async fn error_envelopes(db: Db) {
 }
 both!(errors, error_envelopes);
 
+/// JSON Schema's integers: an integral float (`2.0`, `1e2`) is an integer, in calls and in
+/// the server's own inputs; a fraction or a value past the field's type is not.
+async fn integral_floats_are_integers(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let (_, pool) = site_and_pool(&fleet, "root").await;
+    let flavor = fleet
+        .ok(
+            "flavor.create",
+            json!({ "tenantId": "root", "poolId": pool, "name": "f", "vcpu": 2.0, "memoryGiB": 4e0, "diskGiB": 10 }),
+        )
+        .await;
+    assert_eq!(
+        (&flavor["vcpu"], &flavor["memoryGiB"]),
+        (&json!(2), &json!(4)),
+        "{flavor}"
+    );
+    let updated = fleet
+        .ok(
+            "flavor.update",
+            json!({ "tenantId": "root", "id": flavor["id"], "ifRevision": 1.0, "vcpu": 3, "memoryGiB": 4, "diskGiB": 1e1 }),
+        )
+        .await;
+    assert_eq!(
+        (&updated["revision"], &updated["diskGiB"]),
+        (&json!(2), &json!(10))
+    );
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    let offered = fleet
+        .ok(
+            "pool.offer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "quota": { "gpu": 8.0 }, "priority": -1.0 }),
+        )
+        .await;
+    assert_eq!(
+        (
+            &offered["offers"][0]["quota"],
+            &offered["offers"][0]["priority"]
+        ),
+        (&json!({ "gpu": 8 }), &json!(-1)),
+        "{offered}"
+    );
+    let audit = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 2.0 }))
+        .await;
+    assert_eq!(audit["items"].as_array().unwrap().len(), 2);
+    for (field, value) in [
+        ("vcpu", json!(2.5)),
+        ("vcpu", json!(4294967296.0)),
+        ("diskGiB", json!(-1.0)),
+    ] {
+        let mut input = json!({ "tenantId": "root", "id": flavor["id"], "ifRevision": 2, "vcpu": 3, "memoryGiB": 4, "diskGiB": 1 });
+        input[field] = value.clone();
+        let refused = fleet.fails("flavor.update", input, "INVALID_INPUT").await;
+        assert_eq!(refused.details["path"], field, "{field} {value}");
+    }
+    let refused = fleet
+        .fails(
+            "audit.list",
+            json!({ "tenantId": "root", "limit": 0.5 }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(refused.details["path"], "limit");
+}
+both!(integral_floats, integral_floats_are_integers);
+
 async fn modules_switch_kinds_off(db: Db) {
     let fleet = Fleet::start(db, &["--sandboxes", "false"]).await;
     let nope = fleet
@@ -436,7 +502,51 @@ async fn openapi_is_generated_from_the_method_table() {
         quota["properties"]["resource"]["pattern"],
         planner::schema::RESOURCE_PATTERN
     );
-    // A GET read names its query parameters.
+    // Integers state their range (a client may otherwise send 10^30), and the rules a schema
+    // can state are there: a provider pool's account, grant scopes, webhook event types.
+    assert_eq!(
+        (
+            &update["properties"]["ifRevision"]["minimum"],
+            &update["properties"]["ifRevision"]["maximum"]
+        ),
+        (&json!(0), &json!(u64::MAX))
+    );
+    let offer = &doc["paths"]["/api/pool.offer"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    assert_eq!(offer["properties"]["priority"]["maximum"], json!(i64::MAX));
+    assert_eq!(
+        offer["properties"]["quota"]["additionalProperties"]["maximum"],
+        json!(u64::MAX)
+    );
+    let input = |method: &str| {
+        doc["paths"][format!("/api/{method}")]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]
+            .clone()
+    };
+    let pool_create = input("pool.create");
+    assert_eq!(
+        pool_create["if"]["properties"]["class"]["const"],
+        "provider"
+    );
+    assert_eq!(
+        pool_create["then"]["required"],
+        json!(["providerAccountId"])
+    );
+    let grant = input("grant.create");
+    assert_eq!(grant["properties"]["permission"]["minLength"], 1);
+    assert_eq!(grant["if"]["properties"]["tenantId"]["const"], "root");
+    let webhook = input("webhook.create");
+    assert_eq!(
+        webhook["properties"]["events"]["items"]["enum"],
+        json!(["fleet.drifted", "fleet.converged", "*"])
+    );
+    // A GET read names its query parameters, booleans and integers too.
+    let status = &doc["paths"]["/api/reconciler.status"]["get"]["parameters"];
+    assert_eq!(
+        (&status[0]["name"], &status[0]["schema"]["type"]),
+        (&json!("runs"), &json!("boolean")),
+        "{status}"
+    );
     let parameters = &doc["paths"]["/api/pool.get"]["get"]["parameters"];
     let tenant = parameters
         .as_array()

@@ -4,10 +4,9 @@
 use super::AppState;
 use super::error::{ApiError, Code};
 use super::iam::{self, Caller};
-use super::{drift, events, fleet, objects, reconciler, webhooks};
+use super::{drift, events, fleet, numbers, objects, reconciler, webhooks};
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -42,14 +41,31 @@ pub struct Method {
 
 fn schema<T: schemars::JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
-    // `uint32` means nothing to clients: state the range, as the document's schema does.
+    // `uint64` means nothing to clients: state the range, as the document's schema does.
+    numbers::state_integer_ranges(&mut schema);
     planner::schema::integer_formats_to_ranges(&mut schema);
+    schema
+}
+
+/// `pool.create`: a pool of class `provider` names its provider account, and only such a pool
+/// does (a missing or `null` field is no account).
+fn pool_create_input() -> Value {
+    let mut schema = schema::<calls::PoolCreate>();
+    schema["if"] =
+        json!({ "properties": { "class": { "const": "provider" } }, "required": ["class"] });
+    schema["then"] = json!({
+        "required": ["providerAccountId"],
+        "properties": { "providerAccountId": { "type": "string" } },
+    });
+    schema["else"] = json!({ "properties": { "providerAccountId": { "type": "null" } } });
     schema
 }
 
 fn run_call<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
     Box::pin(async move {
-        let input: Value = iam::parse(b)?;
+        let mut input: Value = iam::parse(b)?;
+        // A call's integers may come as integral floats (`961.0`), as JSON Schema allows.
+        numbers::integral_floats_to_integers(&mut input);
         objects::call_http(s, c, m, input).await
     })
 }
@@ -68,16 +84,20 @@ macro_rules! handler {
 }
 
 macro_rules! call {
-    ($name:literal, $input:ty, $perm:literal, $summary:literal) => {
+    // An input schema of its own: `fn <schema function>`.
+    ($name:literal, fn $input:expr, $perm:literal, $summary:literal) => {
         Method {
             name: $name,
             permission: $perm,
             scope: "tenant",
             read: false,
             summary: $summary,
-            input: schema::<$input>,
+            input: $input,
             run: run_call,
         }
+    };
+    ($name:literal, $input:ty, $perm:literal, $summary:literal) => {
+        call!($name, fn schema::<$input>, $perm, $summary)
     };
 }
 
@@ -324,7 +344,7 @@ pub fn methods() -> Vec<Method> {
         ),
         call!(
             "pool.create",
-            calls::PoolCreate,
+            fn pool_create_input,
             "compute:pool:create",
             "Creates a pool."
         ),
@@ -447,7 +467,21 @@ fn hoist(
     schema
 }
 
-/// A GET's query parameters: the input's string fields (and `limit`, a number), as
+/// The one JSON type a query parameter of `schema` takes (`string`, `boolean`, `integer`),
+/// `null` aside (an absent optional field): `None` for objects, lists and the like, which
+/// have no query form.
+fn query_type(schema: &Value) -> Option<&'static str> {
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(types) => types.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    ["string", "boolean", "integer"]
+        .into_iter()
+        .find(|t| types.contains(t))
+}
+
+/// A GET's query parameters: the input's string, boolean and integer fields, as
 /// [`query_input`] reads them; other fields cannot be given on GET.
 fn query_parameters(input: &Value) -> Vec<Value> {
     let required: Vec<&str> = input["required"]
@@ -459,17 +493,16 @@ fn query_parameters(input: &Value) -> Vec<Value> {
     };
     let mut parameters = Vec::new();
     for (name, schema) in properties {
-        let mut schema = schema.clone();
-        let string = match &schema["type"] {
-            Value::String(t) => t == "string",
-            // `null` (an absent optional field) has no query form: the field is left out.
-            Value::Array(types) => types.iter().any(|t| t == "string"),
-            _ => false,
-        };
-        if string {
-            schema["type"] = json!("string");
-        } else if name != "limit" {
+        let Some(kind) = query_type(schema) else {
             continue;
+        };
+        let mut schema = schema.clone();
+        schema["type"] = json!(kind);
+        if let Some(map) = schema.as_object_mut()
+            && map.get("default") == Some(&Value::Null)
+        {
+            // Absent is the default; `null` is no value of the narrowed type.
+            map.remove("default");
         }
         let mut parameter = json!({
             "name": name,
@@ -529,12 +562,9 @@ pub fn openapi(methods: &[Method]) -> Value {
         paths.insert(format!("/api/{}", m.name), Value::Object(item));
     }
     // `fleet.plan` and `fleet.apply` take a document: its schema, definitions prefixed.
-    let document = hoist(
-        planner::schema::document_schema(),
-        "definitions",
-        "FleetConfig.",
-        &mut components,
-    );
+    let mut document = planner::schema::document_schema();
+    numbers::state_integer_ranges(&mut document);
+    let document = hoist(document, "definitions", "FleetConfig.", &mut components);
     components.insert("FleetConfig".into(), document);
     paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "responses": { "200": { "description": "`{\"status\":\"ok\"}`" } } } }));
     let mut doc = json!({
@@ -557,17 +587,33 @@ pub fn openapi(methods: &[Method]) -> Value {
     doc
 }
 
-/// Query parameters become the input object; `limit` is a number.
-fn query_input(pairs: Vec<(String, String)>) -> Vec<u8> {
+/// Query parameters become the input object, typed by the input's schema: a boolean field
+/// is `true` or `false` (anything else is INVALID_INPUT at that field), an integer field a
+/// JSON number when it reads as one (else it stays text, which the input then refuses with
+/// its path), everything else text.
+fn query_input(pairs: Vec<(String, String)>, input: &Value) -> Result<Vec<u8>, ApiError> {
     let mut map = Map::new();
     for (k, v) in pairs {
-        let value = match (k.as_str(), v.parse::<u64>()) {
-            ("limit", Ok(n)) => json!(n),
+        let value = match query_type(&input["properties"][&k]) {
+            Some("boolean") => match v.as_str() {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => {
+                    return Err(ApiError::invalid(
+                        k,
+                        format!("must be true or false, not {v:?}"),
+                    ));
+                }
+            },
+            Some("integer") => match serde_json::from_str::<serde_json::Number>(&v) {
+                Ok(n) => Value::Number(n),
+                Err(_) => Value::String(v),
+            },
             _ => Value::String(v),
         };
         map.insert(k, value);
     }
-    Value::Object(map).to_string().into_bytes()
+    Ok(Value::Object(map).to_string().into_bytes())
 }
 
 /// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): 405 with `Allow`
@@ -608,7 +654,7 @@ pub async fn handle(
     verb: HttpMethod,
     headers: HeaderMap,
     Query(query): Query<Vec<(String, String)>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     // GET or HEAD of a write is a verb the method lacks, like PUT: 405 (HEAD never runs one).
     if (verb == HttpMethod::GET || verb == HttpMethod::HEAD)
@@ -625,8 +671,83 @@ pub async fn handle(
     tracing::info!(method = %name, http = %verb, status = status.as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "api call");
     match result {
         Ok(value) => Json(value).into_response(),
-        Err(err) => err.into_response(),
+        Err(err) => {
+            let too_large = err.code == Code::PayloadTooLarge;
+            let mut response = err.into_response();
+            if too_large {
+                // What is left of the body is not read: the connection ends after the answer.
+                response.headers_mut().insert(
+                    axum::http::header::CONNECTION,
+                    axum::http::HeaderValue::from_static("close"),
+                );
+            }
+            response
+        }
     }
+}
+
+/// How much of an oversized body is read and dropped, past [`super::BODY_LIMIT`], before the
+/// 413 goes out, and for how long at most.
+const DRAIN_LIMIT: usize = 4 * super::BODY_LIMIT;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Reads a request body of at most [`super::BODY_LIMIT`] bytes; a larger one is
+/// PAYLOAD_TOO_LARGE.
+///
+/// The rest of an oversized body is read and dropped (up to [`DRAIN_LIMIT`] bytes and
+/// [`DRAIN_TIME`]) before the answer: a server that closes a connection with unread bytes
+/// makes the kernel reset it, and the client, still writing, then loses the 413 it was sent.
+/// Past those bounds the connection is closed anyway; the client was sending far too much.
+async fn read_body(headers: &HeaderMap, mut body: Body) -> Result<Vec<u8>, ApiError> {
+    let limit = super::BODY_LIMIT;
+    let too_large = || {
+        ApiError::new(
+            Code::PayloadTooLarge,
+            format!("the request body is over {limit} bytes"),
+        )
+    };
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(length) = declared
+        && length > limit as u64
+    {
+        if length <= (limit + DRAIN_LIMIT) as u64 {
+            drain(&mut body, length as usize).await;
+        }
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(data) = next_data(&mut body).await {
+        let data = data.map_err(|e| ApiError::invalid("", format!("reading the body: {e}")))?;
+        if let Some(data) = data {
+            if bytes.len() + data.len() > limit {
+                drain(&mut body, DRAIN_LIMIT).await;
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes)
+}
+
+/// The next frame's data (`Some(None)` for trailers), or `None` at the end.
+async fn next_data(body: &mut Body) -> Option<Result<Option<axum::body::Bytes>, axum::Error>> {
+    let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *body).poll_frame(cx)).await;
+    frame.map(|f| f.map(|f| f.into_data().ok()))
+}
+
+/// Reads and drops up to `budget` bytes of `body`, for at most [`DRAIN_TIME`].
+async fn drain(body: &mut Body, mut budget: usize) {
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        while budget > 0
+            && let Some(Ok(data)) = next_data(body).await
+        {
+            budget = budget.saturating_sub(data.map_or(0, |d| d.len()));
+        }
+    })
+    .await;
 }
 
 async fn dispatch(
@@ -635,7 +756,7 @@ async fn dispatch(
     verb: &HttpMethod,
     headers: &HeaderMap,
     query: Vec<(String, String)>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Value, ApiError> {
     let method = state
         .methods
@@ -655,22 +776,13 @@ async fn dispatch(
                 format!("{name} changes state: use POST"),
             ));
         }
-        query_input(query)
+        query_input(query, &(method.input)())?
     } else {
-        let body = body.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    Code::PayloadTooLarge,
-                    format!("the request body is over {} bytes", super::BODY_LIMIT),
-                )
-            } else {
-                ApiError::invalid("", rejection.body_text())
-            }
-        })?;
+        let body = read_body(headers, body).await?;
         if body.iter().all(u8::is_ascii_whitespace) {
             b"{}".to_vec()
         } else {
-            body.to_vec()
+            body
         }
     };
     let auth = headers

@@ -117,7 +117,8 @@ pub struct EventList {
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
     /// At most this many, newest first (default 100, at most 1000).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::numbers::optional_u32")]
+    #[schemars(with = "Option<u32>")]
     pub limit: Option<u32>,
 }
 

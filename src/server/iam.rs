@@ -614,17 +614,41 @@ pub async fn api_key_revoke(
 /// Input of `grant.create`.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(transform = grant_scopes)]
 pub struct GrantCreate {
     /// The tenant of the principal.
     #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Who receives the permission.
     pub principal_id: String,
-    /// A permission (`compute:pool:update`), `module:*`, or `*`.
+    /// A permission (`compute:pool:update`), `module:*`, or `*`: no whitespace.
+    #[schemars(length(min = 1), pattern(r"^\S+$"))]
     pub permission: String,
-    /// Where it applies; the tenant's scope when absent.
+    /// Where it applies; the tenant's scope when absent. A root principal may name
+    /// `compute-fleet/global` or any `tenants/<id>`; another tenant's principal only its own
+    /// `tenants/<tenantId>` (which a schema cannot state: it says absent).
     #[serde(default)]
     pub scope: Option<String>,
+}
+
+/// The scopes `grant.create` accepts, as far as a schema can say (see [`GrantCreate::scope`]).
+fn grant_scopes(schema: &mut schemars::Schema) {
+    schema.insert(
+        "if".into(),
+        json!({ "properties": { "tenantId": { "const": ROOT } }, "required": ["tenantId"] }),
+    );
+    schema.insert(
+        "then".into(),
+        json!({ "properties": { "scope": { "anyOf": [
+            { "type": "null" },
+            { "const": FLEET_SCOPE },
+            { "type": "string", "pattern": "^tenants/" },
+        ] } } }),
+    );
+    schema.insert(
+        "else".into(),
+        json!({ "properties": { "scope": { "type": "null" } } }),
+    );
 }
 
 /// `grant.create`: decides `iam:grant:create`. A grant of a non-root tenant can only name
@@ -750,7 +774,8 @@ pub struct AuditList {
     #[serde(default)]
     pub method: Option<String>,
     /// At most this many rows, newest first (default 100, at most 1000).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::numbers::optional_u32")]
+    #[schemars(with = "Option<u32>")]
     pub limit: Option<u32>,
 }
 

@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod fleet;
 pub mod iam;
+pub mod numbers;
 pub mod objects;
 pub mod ratelimit;
 pub mod reconciler;

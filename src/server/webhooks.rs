@@ -599,10 +599,23 @@ pub struct WebhookCreate {
     #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
     /// Where to POST (http or https; loopback and private addresses only when the server
-    /// allows them; link-local and metadata addresses never).
+    /// allows them; link-local and metadata addresses never; the schema cannot say which
+    /// addresses a name resolves to).
+    #[schemars(length(max = 2048), pattern(r"^[Hh][Tt][Tt][Pp][Ss]?://"))]
     pub url: String,
     /// The event types it receives (`fleet.drifted`, `fleet.converged`, or `*`).
+    #[schemars(length(min = 1), transform = event_types)]
     pub events: Vec<String>,
+}
+
+/// `events` lists known event types, or `*`.
+fn event_types(schema: &mut schemars::Schema) {
+    let mut known: Vec<&str> = TYPES.to_vec();
+    known.push("*");
+    schema.insert(
+        "items".into(),
+        serde_json::json!({ "type": "string", "enum": known }),
+    );
 }
 
 /// Input of `webhook.list`.
@@ -635,7 +648,8 @@ pub struct DeliveryList {
     /// The webhook's id.
     pub id: String,
     /// At most this many deliveries, newest first (default 50, at most 500).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::numbers::optional_u32")]
+    #[schemars(with = "Option<u32>")]
     pub limit: Option<u32>,
 }
 
@@ -708,7 +722,7 @@ pub async fn create(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
     caller
         .check_tenant(state, method, &input.tenant_id, CREATE)
         .await?;
-    if input.url.len() > 2048 {
+    if input.url.chars().count() > 2048 {
         return Err(ApiError::invalid("url", "a URL of at most 2048 characters"));
     }
     if input.events.is_empty() {
