@@ -6,8 +6,9 @@
 //! - `fleet-bench native [--quick]` prints result rows (JSON lines): validate, plan and hash of
 //!   the maximal pair against two typed `serde_json` parses, and the scaling curves;
 //! - `fleet-bench profile [ROUNDS]` runs the pipeline for `valgrind --tool=callgrind`;
-//! - `fleet-bench hotspots FILE [N]` prints the program total and the top N functions of a
-//!   `callgrind_annotate` self-cost report as rows, for the report's `Hot spots`;
+//! - `fleet-bench hotspots SELF INCLUSIVE` prints, as rows for the report's `Hot spots`, the
+//!   program total and the top 40 functions of a `callgrind_annotate` self-cost report, and
+//!   the pipeline's stages from an inclusive one;
 //! - `fleet-bench report ROWS OUT.md SVG_DIR` renders the rows of one run as
 //!   `docs/performance.md` with SVG plots of the curves.
 
@@ -55,8 +56,14 @@ fn main() {
             report::write(&rows, out, svg_dir).expect("writes the report");
         }
         Some("hotspots") => {
-            let text = std::fs::read_to_string(arg(1).expect("hotspots FILE")).expect("reads FILE");
-            for row in report::hotspot_rows(&text, number(2, 40)) {
+            let read = |i| {
+                std::fs::read_to_string(arg(i).expect("hotspots SELF INCLUSIVE"))
+                    .expect("reads the file")
+            };
+            let rows = report::hotspot_rows(&read(1), 40)
+                .into_iter()
+                .chain(report::stage_rows(&read(2)));
+            for row in rows {
                 println!("{row}");
             }
         }

@@ -463,10 +463,33 @@ fn hot_spots(md: &mut String, rows: &[Value]) {
         Some(total) if total > 0.0 && !functions.is_empty() => {
             let _ = writeln!(
                 md,
-                "**Where the native pipeline's instructions go** (callgrind self cost, {} instructions in all; the functions below {:.0}% of them):\n",
+                "**Where the native pipeline's instructions go** (callgrind, three runs over the maximal pair: {} instructions; the self costs by area below count the top functions, {:.0}% of them):\n",
                 thousands(total),
                 functions.iter().map(|f| f.1).sum::<f64>() / total * 100.0
             );
+            let stages: Vec<(&str, f64)> = rows
+                .iter()
+                .filter(|r| str_of(r, "section") == Some("hotspot-stage"))
+                .filter_map(|r| Some((str_of(r, "stage")?, num_of(r, "ir")?)))
+                .collect();
+            if !stages.is_empty() {
+                md.push_str("| Stage (inclusive) | Instructions | Share |\n|---|---:|---:|\n");
+                let counted: f64 = stages
+                    .iter()
+                    .filter(|s| !s.0.starts_with("of which"))
+                    .map(|s| s.1)
+                    .sum();
+                let rest = ("the rest: read the export (typed parse)", total - counted);
+                for (stage, ir) in stages.iter().chain(std::iter::once(&rest)) {
+                    let _ = writeln!(
+                        md,
+                        "| {stage} | {} | {:.1}% |",
+                        thousands(*ir),
+                        ir / total * 100.0
+                    );
+                }
+                md.push('\n');
+            }
             let mut areas: Vec<(&str, f64)> = Vec::new();
             for &(f, ir) in &functions {
                 let a = area(f);
@@ -622,6 +645,44 @@ pub fn hotspot_rows(annotated: &str, limit: usize) -> Vec<Value> {
         let what = what.rsplit_once(" [").map_or(what.as_str(), |w| w.0);
         let function = what.split_once(':').map_or(what, |w| w.1);
         out.push(serde_json::json!({ "section": "hotspot", "function": function, "ir": n }));
+    }
+    out
+}
+
+/// The pipeline's stages in `callgrind_annotate --inclusive=yes` terms: a stage and the
+/// function whose inclusive cost it is.
+const STAGES: [(&str, &str); 6] = [
+    (
+        "validate the document (its parse included)",
+        "planner::validate::validate",
+    ),
+    ("plan (planHash included)", "planner::plan::plan"),
+    ("of which planHash", "planner::plan::plan_hash"),
+    (
+        "drop the document",
+        "core::ptr::drop_in_place<planner::document::Document>",
+    ),
+    (
+        "drop the export",
+        "core::ptr::drop_in_place<planner::export::Export>",
+    ),
+    (
+        "drop the plan",
+        "core::ptr::drop_in_place<planner::plan::Plan>",
+    ),
+];
+
+/// The stages of the pipeline found in an inclusive `callgrind_annotate` report, as
+/// `hotspot-stage` rows (a stage whose function was inlined away is left out).
+pub fn stage_rows(inclusive: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (stage, function) in STAGES {
+        let found = hotspot_rows(inclusive, usize::MAX)
+            .into_iter()
+            .find(|r| str_of(r, "function") == Some(function));
+        if let Some(ir) = found.as_ref().and_then(|r| num_of(r, "ir")) {
+            out.push(serde_json::json!({ "section": "hotspot-stage", "stage": stage, "ir": ir }));
+        }
     }
     out
 }
