@@ -279,6 +279,12 @@ async fn bench(label: &str, database: &str) {
             &format!("{:.2} ms", ms as f64 / n as f64),
             None,
         );
+        bench_row(
+            &format!("{count}: setup, rows copied in SQL"),
+            label,
+            &format!("{rows} in {:.1} s", copy_time.as_secs_f64()),
+            None,
+        );
     }
 }
 
