@@ -4,6 +4,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
+mod direct;
+pub use direct::{CanonicalError, to_canonical};
+
 /// Lowercase hex SHA-256 of a call list's canonical JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
@@ -13,6 +16,12 @@ impl PlanHash {
     /// The hash of `value`'s canonical serialization.
     pub fn of(value: &Value) -> Self {
         PlanHash(sha256_hex(canonicalize(value).as_bytes()))
+    }
+
+    /// The hash of any serializable value's canonical serialization, written straight from
+    /// `Serialize` (the same hash as [`PlanHash::of`] its `serde_json::Value`).
+    pub fn of_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, CanonicalError> {
+        Ok(PlanHash(sha256_hex(to_canonical(value)?.as_bytes())))
     }
 }
 
@@ -101,28 +110,52 @@ fn write_members<'a>(out: &mut String, members: impl Iterator<Item = (&'a String
 const EXACT: u64 = 9_007_199_254_740_992;
 
 fn write_number(out: &mut String, n: &serde_json::Number) {
-    if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() < EXACT) {
-        let _ = write!(out, "{i}");
-    } else if let Some(u) = n.as_u64().filter(|&u| u < EXACT) {
-        let _ = write!(out, "{u}");
-    } else if let Some(i) = n.as_i64() {
-        write_f64_or_int(out, i as f64, Some(i.to_string()));
+    if let Some(i) = n.as_i64() {
+        write_i64(out, i);
     } else if let Some(u) = n.as_u64() {
-        write_f64_or_int(out, u as f64, Some(u.to_string()));
+        write_u64(out, u);
     } else {
-        write_f64_or_int(out, n.as_f64().unwrap_or(0.0), None);
+        write_f64(out, n.as_f64().unwrap_or(0.0));
     }
+}
+
+fn write_i64(out: &mut String, i: i64) {
+    if i.unsigned_abs() < EXACT {
+        if i < 0 {
+            out.push('-');
+        }
+        write_digits(out, i.unsigned_abs());
+    } else {
+        write_f64(out, i as f64);
+    }
+}
+
+fn write_u64(out: &mut String, u: u64) {
+    if u < EXACT {
+        write_digits(out, u);
+    } else {
+        write_f64(out, u as f64);
+    }
+}
+
+/// The decimal digits of `u`, without the formatting machinery.
+fn write_digits(out: &mut String, mut u: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
 }
 
 /// ECMAScript Number::toString: integers below 2^53 print as integers; others go through
 /// the shortest round-trip representation, with an exponent from 1e21 up and below 1e-6.
-fn write_f64_or_int(out: &mut String, f: f64, exact: Option<String>) {
-    if let Some(s) = exact
-        && f.abs() < 9_007_199_254_740_992.0
-    {
-        out.push_str(&s);
-        return;
-    }
+fn write_f64(out: &mut String, f: f64) {
     if f == 0.0 {
         out.push('0');
         return;
@@ -230,6 +263,38 @@ mod tests {
     #[test]
     fn escapes_strings_minimally() {
         check(r#""\u00e9\u001f\n\"\\/""#, "\"\u{e9}\\u001f\\n\\\"\\\\/\"");
+    }
+
+    #[test]
+    fn writes_typed_values_as_their_json_value_would_be_written() {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        enum E {
+            Unit,
+            New(u8),
+            Tuple(i8, f64),
+            Named { z: bool, a: Option<u32> },
+        }
+        #[derive(serde::Serialize)]
+        #[serde(tag = "method", content = "input")]
+        enum Tagged {
+            Call { zeta: String, alpha: Vec<E> },
+        }
+        let value = Tagged::Call {
+            zeta: "\u{1f600}\n".into(),
+            alpha: vec![
+                E::Unit,
+                E::New(7),
+                E::Tuple(-1, 1e21),
+                E::Named { z: true, a: None },
+            ],
+        };
+        let direct = to_canonical(&value).unwrap();
+        assert_eq!(direct, canonicalize(&serde_json::to_value(&value).unwrap()));
+        assert_eq!(
+            direct,
+            r#"{"input":{"alpha":["unit",{"new":7},{"tuple":[-1,1e+21]},{"named":{"a":null,"z":true}}],"zeta":"😀\n"},"method":"Call"}"#
+        );
     }
 
     #[test]

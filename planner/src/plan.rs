@@ -104,7 +104,7 @@ impl Plan {
 
 /// The planHash of a call list: lowercase hex SHA-256 of its RFC 8785 serialization.
 pub fn plan_hash(calls: &[Call]) -> PlanHash {
-    PlanHash::of(&serde_json::to_value(calls).expect("calls always serialize"))
+    PlanHash::of_serialize(calls).expect("calls always serialize")
 }
 
 /// Diffs `document` against `export` and returns the plan. Pure: the same inputs give the

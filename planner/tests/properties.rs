@@ -378,6 +378,26 @@ fn json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Arbitrary JSON whose objects keep their members in generated order (any unicode keys,
+/// repeats dropped), so canonical ordering has work to do.
+fn unordered_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        ".{0,6}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::vec((".{0,4}", inner), 0..8)
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+        ]
+    })
+}
+
 proptest! {
     // Failures print their minimal case; generated seeds are not kept in files.
     #![proptest_config(ProptestConfig {
@@ -386,6 +406,12 @@ proptest! {
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
+
+    #[test]
+    fn canonical_json_from_serialize_equals_it_from_a_value(value in unordered_json()) {
+        let direct = planner::canonical::to_canonical(&value).expect("JSON values serialize");
+        prop_assert_eq!(direct, planner::canonicalize(&value));
+    }
 
     #[test]
     fn applying_a_plan_converges(desired in tape(), current in tape(), prune in any::<bool>()) {
