@@ -8,6 +8,7 @@ mod common;
 
 use common::{Browser, Server, TempDir};
 use fantoccini::Locator;
+use fantoccini::key::Key;
 use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -49,10 +50,10 @@ async fn wait_text(browser: &Browser, css: &str, accept: impl Fn(&str) -> bool) 
                 last = text;
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "{css} never matched; last text: {last:?}"
-        );
+        if Instant::now() >= deadline {
+            let errors = console_errors(browser).await;
+            panic!("{css} never matched; last text: {last:?}; the page's errors: {errors:?}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -467,6 +468,23 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let time = wait_text(&browser, "#plan-time", |t| t.contains("ms")).await;
     let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
     println!("maximal document: {summary} {time}");
+    // The page records its times as performance measures (scripts/bench reads them too).
+    let measures = browser
+        .execute(
+            "return ['validate', 'plan', 'plan-view'].map((name) => { \
+               const all = performance.getEntriesByName(name, 'measure'); \
+               return all.length ? all[all.length - 1].duration : null; });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        measures
+            .as_array()
+            .is_some_and(|m| m.len() == 3 && m.iter().all(Value::is_number)),
+        "performance measures validate, plan, plan-view: {measures}"
+    );
+    println!("maximal document: measures validate, plan, plan-view (ms): {measures}");
 
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
@@ -485,4 +503,85 @@ fn maximal_document() -> Value {
         "flavors": n.clone().map(|i| json!({ "pool": format!("p{i}"), "name": "f", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 })).collect::<Vec<_>>(),
         "sandboxTemplates": n.map(|i| json!({ "name": format!("t{i}"), "pool": format!("p{i}"), "flavor": "f", "imageId": "ubuntu-24.04", "network": "private" })).collect::<Vec<_>>(),
     })
+}
+
+/// The id of the focused element, the selected tab, and which panels are shown.
+async fn tab_state(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "const tabs = [...document.querySelectorAll('[role=tablist] [role=tab]')]; \
+             return { focused: document.activeElement && document.activeElement.id, \
+               selected: tabs.filter((t) => t.getAttribute('aria-selected') === 'true').map((t) => t.id), \
+               tabbable: tabs.filter((t) => t.tabIndex === 0).map((t) => t.id), \
+               shown: [...document.querySelectorAll('[role=tabpanel]')].filter((p) => !p.hidden) \
+                 .map((p) => p.getAttribute('aria-labelledby')) };",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// The WAI-ARIA tabs pattern: one tab in the Tab order (the selected one), arrow keys move
+/// between the tabs (wrapping around), Home and End go to the ends, and the focused tab's
+/// panel is shown.
+#[tokio::test]
+async fn the_tabs_follow_the_arrow_keys() {
+    let dist = common::console_dist();
+    let keys = TempDir::new("console-tabs-key");
+    let key_file = keys.path().join("admin.key");
+    let server = Server::start([
+        OsStr::new("--demo"),
+        OsStr::new("--console-dir"),
+        dist.as_os_str(),
+        OsStr::new("--admin-key-file"),
+        key_file.as_os_str(),
+    ]);
+    let admin = std::fs::read_to_string(&key_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    let input = wait_for(&browser, "#api-key").await;
+    input.send_keys(&admin).await.unwrap();
+    click(&browser, "#sign-in").await;
+    wait_for(&browser, "[role=tablist]").await;
+    let state = |focused: &str, selected: &str| {
+        let panel = selected.to_owned();
+        json!({ "focused": focused, "selected": [selected], "tabbable": [selected], "shown": [panel] })
+    };
+    assert_eq!(
+        tab_state(&browser).await["tabbable"],
+        json!(["tab-drift"]),
+        "only the selected tab is in the Tab order"
+    );
+
+    click(&browser, "#tab-drift").await;
+    assert_eq!(tab_state(&browser).await, state("tab-drift", "tab-drift"));
+    let steps = [
+        (Key::Right, "tab-plan"),
+        (Key::Right, "tab-drift"),
+        (Key::Left, "tab-plan"),
+        (Key::Home, "tab-drift"),
+        (Key::End, "tab-plan"),
+        (Key::Left, "tab-drift"),
+    ];
+    for (key, expected) in steps {
+        browser
+            .active_element()
+            .await
+            .unwrap()
+            .send_keys(&key)
+            .await
+            .unwrap();
+        assert_eq!(
+            tab_state(&browser).await,
+            state(expected, expected),
+            "after {key:?}"
+        );
+    }
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
 }

@@ -2,20 +2,17 @@
 //! with the session's API key as a bearer token. Nothing else in the console touches HTTP.
 
 use gloo_net::http::Request;
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// An error answer of the server (`{"error": {code, message, details}}`), or a failure to
 /// reach it (code `NETWORK`) or to read its answer (code `BAD_ANSWER`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     /// `CONFIG_DRIFT`, `FORBIDDEN`, ...
     pub code: String,
     /// One sentence for a person.
     pub message: String,
     /// Machine-readable details (`path`, `problems`, `planHash`, ...).
-    #[serde(default)]
     pub details: Value,
 }
 
@@ -26,6 +23,10 @@ impl ApiError {
             message: message.into(),
             details: Value::Null,
         }
+    }
+
+    fn bad_answer(method: &str) -> ApiError {
+        ApiError::local("BAD_ANSWER", format!("unexpected answer to {method}"))
     }
 
     /// The key is unknown, or not a platform administrator's.
@@ -39,24 +40,46 @@ impl ApiError {
     }
 }
 
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ApiError,
+// Answers are read as a `serde_json::Value` and picked apart by hand: one JSON reader in the
+// .wasm for every answer instead of a derived deserializer per type (a third of the console's
+// size once).
+
+/// `v[key]` as a string.
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key)?.as_str().map(str::to_owned)
 }
 
-/// Calls `method` with `input` as `key`, and reads the answer as `T`.
-pub async fn call<T: DeserializeOwned>(
-    key: &str,
-    method: &str,
-    input: &Value,
-) -> Result<T, ApiError> {
+/// `v[key]` as an integer; absent or null is `None`.
+fn int(v: &Value, key: &str) -> Option<i64> {
+    v.get(key)?.as_i64()
+}
+
+/// `v[key]` as a bool; absent is false.
+fn flag(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// `v[key]` as a list of `item`s; absent is empty, any bad item makes it `None`.
+fn list<T>(v: &Value, key: &str, item: impl Fn(&Value) -> Option<T>) -> Option<Vec<T>> {
+    match v.get(key) {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(items)) => items.iter().map(item).collect(),
+        Some(_) => None,
+    }
+}
+
+/// `v[key]` as an object, when present.
+fn object(v: &Value, key: &str) -> Option<Map<String, Value>> {
+    v.get(key)?.as_object().cloned()
+}
+
+/// Calls `method` with `input` as `key`: the answer's JSON.
+pub async fn call(key: &str, method: &str, input: &Value) -> Result<Value, ApiError> {
     send(key, method, input.to_string()).await
 }
 
-/// Calls `method` with the JSON text `body` as `key`, and reads the answer as `T`.
-async fn send<T: DeserializeOwned>(key: &str, method: &str, body: String) -> Result<T, ApiError> {
-    // Answers are read with from_slice, the reader the planner uses: one copy of the JSON
-    // reader's generic code in the .wasm, not two.
+/// Calls `method` with the JSON text `body` as `key`: the answer's JSON, or the error it is.
+async fn send(key: &str, method: &str, body: String) -> Result<Value, ApiError> {
     let response = Request::post(&format!("/api/{method}"))
         .header("Authorization", &format!("Bearer {key}"))
         .header("Content-Type", "application/json")
@@ -69,51 +92,55 @@ async fn send<T: DeserializeOwned>(key: &str, method: &str, body: String) -> Res
         .text()
         .await
         .map_err(|e| ApiError::local("NETWORK", format!("the answer was cut: {e}")))?;
+    let answer = serde_json::from_slice::<Value>(text.as_bytes());
     if response.ok() {
-        serde_json::from_slice(text.as_bytes()).map_err(|e| {
+        return answer.map_err(|e| {
             ApiError::local("BAD_ANSWER", format!("unexpected answer to {method}: {e}"))
-        })
-    } else {
-        Err(serde_json::from_slice::<ErrorBody>(text.as_bytes())
-            .map(|body| body.error)
-            .unwrap_or_else(|_| {
-                ApiError::local(
-                    "HTTP",
-                    format!(
-                        "{method} answered HTTP {} {}",
-                        response.status(),
-                        response.status_text()
-                    ),
-                )
-            }))
+        });
     }
+    let error = answer.ok().and_then(|body| {
+        let error = body.get("error")?;
+        Some(ApiError {
+            code: self::text(error, "code")?,
+            message: self::text(error, "message")?,
+            details: error.get("details").cloned().unwrap_or(Value::Null),
+        })
+    });
+    Err(error.unwrap_or_else(|| {
+        ApiError::local(
+            "HTTP",
+            format!(
+                "{method} answered HTTP {} {}",
+                response.status(),
+                response.status_text()
+            ),
+        )
+    }))
 }
 
 /// One tenant of `tenant.list`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tenant {
     /// Its id (`acme`).
     pub id: String,
     /// Its display name.
-    #[serde(default)]
     pub name: String,
-}
-
-#[derive(Deserialize)]
-struct Tenants {
-    tenants: Vec<Tenant>,
 }
 
 /// `tenant.list`.
 pub async fn tenant_list(key: &str) -> Result<Vec<Tenant>, ApiError> {
-    call::<Tenants>(key, "tenant.list", &json!({}))
-        .await
-        .map(|t| t.tenants)
+    let answer = call(key, "tenant.list", &json!({})).await?;
+    list(&answer, "tenants", |t| {
+        Some(Tenant {
+            id: text(t, "id")?,
+            name: text(t, "name").unwrap_or_default(),
+        })
+    })
+    .ok_or_else(|| ApiError::bad_answer("tenant.list"))
 }
 
 /// The applied document's record in `fleet.status`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Applied {
     /// The planHash of the apply.
     pub plan_hash: String,
@@ -122,15 +149,13 @@ pub struct Applied {
     /// Unix ms.
     pub applied_at: i64,
     /// Whether it was applied with prune.
-    #[serde(default)]
     pub prune: bool,
     /// Unix ms of the last drift check, absent before the first.
-    #[serde(default)]
     pub checked_at: Option<i64>,
 }
 
 /// One change of a plan or of a drift (a drift's changes may come without before/after).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     /// `pool`, `ownerQuota`, ...
     pub kind: String,
@@ -139,20 +164,30 @@ pub struct Change {
     /// `create`, `update`, `delete` or `unchanged`.
     pub action: String,
     /// The differing fields of an update.
-    #[serde(default)]
     pub fields: Vec<String>,
     /// The fields' applied values, when the server sends them.
-    #[serde(default)]
-    pub before: Option<serde_json::Map<String, Value>>,
+    pub before: Option<Map<String, Value>>,
     /// The fields' current values, when the server sends them.
-    #[serde(default)]
-    pub after: Option<serde_json::Map<String, Value>>,
+    pub after: Option<Map<String, Value>>,
     /// The change cannot be applied.
-    #[serde(default)]
     pub blocked: bool,
     /// Why it is blocked.
-    #[serde(default)]
     pub note: Option<String>,
+}
+
+impl Change {
+    fn read(v: &Value) -> Option<Change> {
+        Some(Change {
+            kind: text(v, "kind")?,
+            name: text(v, "name")?,
+            action: text(v, "action")?,
+            fields: list(v, "fields", |f| f.as_str().map(str::to_owned))?,
+            before: object(v, "before"),
+            after: object(v, "after"),
+            blocked: flag(v, "blocked"),
+            note: text(v, "note"),
+        })
+    }
 }
 
 impl From<&planner::Change> for Change {
@@ -177,58 +212,103 @@ impl From<&planner::Change> for Change {
     }
 }
 
+/// A plan's or a drift's counts (`{create, update, delete, unchanged}`).
+pub fn summary(v: &Value) -> planner::Summary {
+    let count = |key| int(v, key).unwrap_or(0).max(0) as usize;
+    planner::Summary {
+        create: count("create"),
+        update: count("update"),
+        delete: count("delete"),
+        unchanged: count("unchanged"),
+        blocked: flag(v, "blocked"),
+    }
+}
+
 /// The drift as of the last check.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Drift {
     /// Up to 50 changes.
-    #[serde(default)]
     pub changes: Vec<Change>,
     /// The counts.
     pub summary: planner::Summary,
     /// Some change is blocked.
-    #[serde(default)]
     pub blocked: bool,
     /// The hash of the calls that would undo the drift.
-    #[serde(default)]
     pub plan_hash: String,
 }
 
 /// Why the last drift check failed.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CheckError {
     /// What went wrong.
     pub message: String,
     /// Unix ms.
-    #[serde(default)]
     pub at: Option<i64>,
 }
 
 /// `fleet.status` (and `fleet.check`): the seed's shape.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     /// The tenant.
     pub tenant_id: String,
     /// Absent when the tenant never applied a document.
-    #[serde(default)]
     pub applied: Option<Applied>,
     /// Absent when the last check found no drift, or before the first check.
-    #[serde(default)]
     pub drift: Option<Drift>,
     /// Why the last check failed, until one succeeds.
-    #[serde(default)]
     pub error: Option<CheckError>,
+}
+
+impl Status {
+    fn read(v: &Value) -> Option<Status> {
+        let applied = match v.get("applied") {
+            None | Some(Value::Null) => None,
+            Some(a) => Some(Applied {
+                plan_hash: text(a, "planHash")?,
+                applied_by: text(a, "appliedBy")?,
+                applied_at: int(a, "appliedAt")?,
+                prune: flag(a, "prune"),
+                checked_at: int(a, "checkedAt"),
+            }),
+        };
+        let drift = match v.get("drift") {
+            None | Some(Value::Null) => None,
+            Some(d) => Some(Drift {
+                changes: list(d, "changes", Change::read)?,
+                summary: summary(d.get("summary")?),
+                blocked: flag(d, "blocked"),
+                plan_hash: text(d, "planHash").unwrap_or_default(),
+            }),
+        };
+        let error = match v.get("error") {
+            None | Some(Value::Null) => None,
+            Some(e) => Some(CheckError {
+                message: text(e, "message")?,
+                at: int(e, "at"),
+            }),
+        };
+        Some(Status {
+            tenant_id: text(v, "tenantId")?,
+            applied,
+            drift,
+            error,
+        })
+    }
+}
+
+async fn status_call(key: &str, method: &str, tenant: &str) -> Result<Status, ApiError> {
+    let answer = call(key, method, &json!({ "tenantId": tenant })).await?;
+    Status::read(&answer).ok_or_else(|| ApiError::bad_answer(method))
 }
 
 /// `fleet.status {tenantId}`.
 pub async fn fleet_status(key: &str, tenant: &str) -> Result<Status, ApiError> {
-    call(key, "fleet.status", &json!({ "tenantId": tenant })).await
+    status_call(key, "fleet.status", tenant).await
 }
 
 /// `fleet.check {tenantId}`: checks for drift now; the new status.
 pub async fn fleet_check(key: &str, tenant: &str) -> Result<Status, ApiError> {
-    call(key, "fleet.check", &json!({ "tenantId": tenant })).await
+    status_call(key, "fleet.check", tenant).await
 }
 
 /// A `fleet.export` answer: what the planner needs, and the config as the server wrote it
@@ -243,51 +323,76 @@ pub struct Exported {
     pub fetched_at: f64,
 }
 
-/// The parts of a `fleet.export` answer besides `config`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ExportParts {
-    tenant_id: String,
-    caller: String,
-    config: Value,
-    #[serde(default)]
-    missing: Vec<planner::Section>,
-    #[serde(default)]
-    objects: Vec<planner::export::ObjectRef>,
-    #[serde(default)]
-    tenants: Vec<String>,
-    #[serde(default)]
-    offered_pools: Vec<planner::export::OfferedPool>,
+fn section(v: &Value) -> Option<planner::Section> {
+    use planner::Section;
+    Some(match v.as_str()? {
+        "sites" => Section::Sites,
+        "providerAccounts" => Section::ProviderAccounts,
+        "pools" => Section::Pools,
+        "flavors" => Section::Flavors,
+        "sandboxTemplates" => Section::SandboxTemplates,
+        _ => return None,
+    })
+}
+
+fn object_ref(v: &Value) -> Option<planner::export::ObjectRef> {
+    let kind = text(v, "kind")?;
+    Some(planner::export::ObjectRef {
+        kind: planner::Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind)?,
+        name: text(v, "name")?,
+        id: text(v, "id"),
+        revision: v.get("revision")?.as_u64()?,
+    })
+}
+
+fn offered_pool(v: &Value) -> Option<planner::export::OfferedPool> {
+    Some(planner::export::OfferedPool {
+        id: text(v, "id")?,
+        flavors: list(v, "flavors", |f| {
+            Some(planner::export::OfferedFlavor {
+                name: text(f, "name")?,
+                id: text(f, "id")?,
+            })
+        })?,
+    })
 }
 
 /// `fleet.export {tenantId}`. The config is read by `planner::validate`, the very reader
 /// the server uses for documents (and one reader in the .wasm instead of two).
 pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError> {
-    let parts: ExportParts = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
-    let bytes = serde_json::to_vec(&parts.config).unwrap_or_default();
+    let mut answer = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
+    let bad = || ApiError::bad_answer("fleet.export");
+    let config = answer.get_mut("config").map(Value::take).ok_or_else(bad)?;
+    let bytes = serde_json::to_vec(&config).unwrap_or_default();
     let document = planner::validate(&bytes).map_err(|invalid| {
         ApiError::local(
             "BAD_ANSWER",
             format!("the export's config is not a valid document: {invalid}"),
         )
     })?;
-    Ok(Exported {
-        export: planner::Export {
-            tenant_id: parts.tenant_id,
-            caller: parts.caller,
+    let export = (|| {
+        Some(planner::Export {
+            tenant_id: text(&answer, "tenantId")?,
+            caller: text(&answer, "caller")?,
             config: document,
-            missing: parts.missing,
-            objects: parts.objects,
-            tenants: parts.tenants,
-            offered_pools: parts.offered_pools,
-        },
-        config: parts.config,
+            missing: list(&answer, "missing", section)?,
+            objects: list(&answer, "objects", object_ref)?,
+            tenants: list(&answer, "tenants", |t| t.as_str().map(str::to_owned))?,
+            offered_pools: list(&answer, "offeredPools", offered_pool)?,
+        })
+    })()
+    .ok_or_else(bad)?;
+    Ok(Exported {
+        export,
+        config,
         fetched_at: js_sys::Date::now(),
     })
 }
 
 /// What `fleet.apply` answers.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApplyResult {
     /// The number of calls that ran.
     pub applied: u64,
@@ -307,40 +412,44 @@ pub async fn fleet_apply(
         Value::from(tenant),
         Value::from(plan_hash)
     );
-    send(key, "fleet.apply", body).await
+    let answer = send(key, "fleet.apply", body).await?;
+    let applied = answer.get("applied").and_then(Value::as_u64);
+    applied
+        .map(|applied| ApplyResult { applied })
+        .ok_or_else(|| ApiError::bad_answer("fleet.apply"))
 }
 
 /// One stored event of `event.list`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     /// `evt_...`.
     pub id: String,
     /// `fleet.drifted` or `fleet.converged`.
-    #[serde(rename = "type")]
     pub kind: String,
     /// The event's data.
-    #[serde(default)]
     pub data: Value,
     /// Unix ms.
     pub created_at: i64,
 }
 
-#[derive(Deserialize)]
-struct Events {
-    items: Vec<Event>,
-}
-
 /// The tenant's recent fleet events, newest first.
 pub async fn fleet_events(key: &str, tenant: &str) -> Result<Vec<Event>, ApiError> {
-    let events: Events = call(
+    let answer = call(
         key,
         "event.list",
         &json!({ "tenantId": tenant, "limit": 20 }),
     )
     .await?;
+    let events = list(&answer, "items", |e| {
+        Some(Event {
+            id: text(e, "id")?,
+            kind: text(e, "type")?,
+            data: e.get("data").cloned().unwrap_or(Value::Null),
+            created_at: int(e, "createdAt")?,
+        })
+    })
+    .ok_or_else(|| ApiError::bad_answer("event.list"))?;
     Ok(events
-        .items
         .into_iter()
         .filter(|e| e.kind.starts_with("fleet."))
         .collect())

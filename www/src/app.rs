@@ -5,6 +5,7 @@ use crate::drift::DriftView;
 use crate::plan::PlanView;
 use crate::signin::{Refusal, SignIn};
 use crate::state::Console;
+use leptos::html;
 use leptos::prelude::*;
 
 /// Which view is shown.
@@ -99,36 +100,74 @@ fn SessionBar() -> impl IntoView {
     }
 }
 
-/// The tabs and the chosen view.
+/// The tabs, in order: the tab, its button's id, its panel's id, its label.
+const TABS: [(Tab, &str, &str, &str); 2] = [
+    (Tab::Drift, "tab-drift", "drift-view", "Drift"),
+    (Tab::Plan, "tab-plan", "plan-view", "Plan and apply"),
+];
+
+/// The tab that `key` moves to from `current` (WAI-ARIA tabs: Left and Right wrap around,
+/// Home and End go to the ends), or `None` for another key.
+pub fn tab_after_key(current: Tab, key: &str) -> Option<Tab> {
+    let n = TABS.len();
+    let i = TABS.iter().position(|t| t.0 == current).unwrap_or(0);
+    let next = match key {
+        "ArrowRight" => (i + 1) % n,
+        "ArrowLeft" => (i + n - 1) % n,
+        "Home" => 0,
+        "End" => n - 1,
+        _ => return None,
+    };
+    Some(TABS[next].0)
+}
+
+/// The tabs and the chosen view: the WAI-ARIA tabs pattern (one tab in the Tab order, the
+/// selected one; arrow keys, Home and End move between tabs and select them).
 #[component]
 fn Views() -> impl IntoView {
     let tab = expect_context::<RwSignal<Tab>>();
-    let tab_button =
-        move |which: Tab, id: &'static str, panel: &'static str, label: &'static str| {
+    let buttons = TABS.map(|_| NodeRef::<html::Button>::new());
+    let on_keydown = move |ev: leptos::ev::KeyboardEvent| {
+        let Some(next) = tab_after_key(tab.get_untracked(), &ev.key()) else {
+            return;
+        };
+        ev.prevent_default();
+        tab.set(next);
+        let index = TABS.iter().position(|t| t.0 == next).unwrap_or(0);
+        if let Some(button) = buttons[index].get_untracked() {
+            let _ = button.focus();
+        }
+    };
+    let tab_buttons = TABS
+        .iter()
+        .zip(buttons)
+        .map(|(&(which, id, panel, label), node_ref)| {
             view! {
                 <button
                     id=id
                     type="button"
                     role="tab"
+                    node_ref=node_ref
                     aria-controls=panel
                     aria-selected=move || (tab.get() == which).to_string()
+                    tabindex=move || if tab.get() == which { "0" } else { "-1" }
                     class:active=move || tab.get() == which
                     on:click=move |_| tab.set(which)
                 >
                     {label}
                 </button>
             }
-        };
+        })
+        .collect_view();
     view! {
-        <nav class="tabs" role="tablist" aria-label="Views">
-            {tab_button(Tab::Drift, "tab-drift", "drift-view", "Drift")}
-            {tab_button(Tab::Plan, "tab-plan", "plan-view", "Plan and apply")}
-        </nav>
+        <div class="tabs" role="tablist" aria-label="Views" on:keydown=on_keydown>
+            {tab_buttons}
+        </div>
         // Both views stay mounted, so an edited document survives a look at the drift.
-        <div id="drift-view" role="tabpanel" aria-labelledby="tab-drift" hidden=move || tab.get() != Tab::Drift>
+        <div id="drift-view" role="tabpanel" tabindex="0" aria-labelledby="tab-drift" hidden=move || tab.get() != Tab::Drift>
             <DriftView />
         </div>
-        <div id="plan-view" role="tabpanel" aria-labelledby="tab-plan" hidden=move || tab.get() != Tab::Plan>
+        <div id="plan-view" role="tabpanel" tabindex="0" aria-labelledby="tab-plan" hidden=move || tab.get() != Tab::Plan>
             <PlanView />
         </div>
     }

@@ -1,10 +1,69 @@
 //! A list of changes grouped by kind, in the CLI's `+ ~ -` words, with the differing fields
 //! as before -> after and blocked changes standing out with their note. Shared by the drift
-//! and plan views.
+//! and plan views; written as HTML text (see [`crate::markup`]), as a plan can hold 11,800.
 
 use crate::api::Change;
 use crate::format::{change_line, kind_title, value};
+use crate::markup::Markup;
 use leptos::prelude::*;
+use serde_json::{Map, Value};
+
+/// A change as the list needs it, borrowed from a drift's [`Change`] or a plan's
+/// [`planner::Change`] (no copy of a large plan).
+#[derive(Clone, Copy)]
+pub struct ChangeRef<'a> {
+    /// `pool`, `ownerQuota`, ...
+    pub kind: &'a str,
+    /// Its plan name.
+    pub name: &'a str,
+    /// `create`, `update`, `delete` or `unchanged`.
+    pub action: &'a str,
+    /// The differing fields of an update.
+    pub fields: &'a [String],
+    /// The fields' values before.
+    pub before: Option<&'a Map<String, Value>>,
+    /// The fields' values after.
+    pub after: Option<&'a Map<String, Value>>,
+    /// The change cannot be applied.
+    pub blocked: bool,
+    /// Why it is blocked.
+    pub note: Option<&'a str>,
+}
+
+impl<'a> From<&'a Change> for ChangeRef<'a> {
+    fn from(c: &'a Change) -> ChangeRef<'a> {
+        ChangeRef {
+            kind: &c.kind,
+            name: &c.name,
+            action: &c.action,
+            fields: &c.fields,
+            before: c.before.as_ref(),
+            after: c.after.as_ref(),
+            blocked: c.blocked,
+            note: c.note.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a planner::Change> for ChangeRef<'a> {
+    fn from(c: &'a planner::Change) -> ChangeRef<'a> {
+        ChangeRef {
+            kind: c.kind.as_str(),
+            name: &c.name,
+            action: match c.action {
+                planner::Action::Create => "create",
+                planner::Action::Update => "update",
+                planner::Action::Delete => "delete",
+                planner::Action::Unchanged => "unchanged",
+            },
+            fields: &c.fields,
+            before: c.before.as_ref(),
+            after: c.after.as_ref(),
+            blocked: c.blocked,
+            note: c.note.as_deref(),
+        }
+    }
+}
 
 /// The changes that do something (and blocked ones), grouped by kind in plan order.
 #[component]
@@ -14,76 +73,68 @@ pub fn ChangeList(
     /// The id of the list's wrapper (`drift-changes`, `plan-changes`).
     id: &'static str,
 ) -> impl IntoView {
-    let shown: Vec<Change> = changes
-        .into_iter()
-        .filter(|c| c.action != "unchanged" || c.blocked)
-        .collect();
-    let mut groups: Vec<(String, Vec<Change>)> = Vec::new();
-    for change in shown {
-        match groups.last_mut() {
-            Some((kind, list)) if *kind == change.kind => list.push(change),
-            _ => groups.push((change.kind.clone(), vec![change])),
-        }
-    }
-    let empty = groups.is_empty();
-    view! {
-        <div id=id class="changes">
-            {empty.then(|| view! { <p class="muted">"No changes."</p> })}
-            {groups
-                .into_iter()
-                .map(|(kind, list)| {
-                    view! {
-                        <section class="kind-group" data-kind=kind.clone()>
-                            <h4>{kind_title(&kind)} " " <span class="count">{list.len()}</span></h4>
-                            <ul>{list.into_iter().map(change_item).collect_view()}</ul>
-                        </section>
-                    }
-                })
-                .collect_view()}
-        </div>
-    }
+    let html = changes_html(changes.iter().map(ChangeRef::from));
+    view! { <div id=id class="changes" inner_html=html></div> }
 }
 
-fn change_item(change: Change) -> impl IntoView {
+/// The inside of a [`ChangeList`], as HTML: unchanged items are left out (the summary counts
+/// them), the others grouped by kind.
+pub fn changes_html<'a>(changes: impl Iterator<Item = ChangeRef<'a>>) -> String {
+    let shown: Vec<ChangeRef> = changes
+        .filter(|c| c.action != "unchanged" || c.blocked)
+        .collect();
+    let mut m = Markup::default();
+    if shown.is_empty() {
+        m.element("p", &[("class", "muted")], "No changes.");
+    }
+    for group in shown.chunk_by(|a, b| a.kind == b.kind) {
+        let kind = group[0].kind;
+        m.open("section", &[("class", "kind-group"), ("data-kind", kind)])
+            .open("h4", &[])
+            .text(kind_title(kind))
+            .text(" ")
+            .element("span", &[("class", "count")], &group.len().to_string())
+            .close("h4")
+            .open("ul", &[]);
+        for change in group {
+            change_item(&mut m, change);
+        }
+        m.close("ul").close("section");
+    }
+    m.finish()
+}
+
+fn change_item(m: &mut Markup, change: &ChangeRef) {
     let class = if change.blocked {
         "change blocked".to_owned()
     } else {
         format!("change {}", change.action)
     };
-    let fields = match (&change.before, &change.after) {
-        (None, None) => None,
-        (before, after) => Some(
-            change
-                .fields
-                .iter()
-                .map(|field| {
-                    let was = value(before.as_ref().and_then(|b| b.get(field)));
-                    let now = value(after.as_ref().and_then(|a| a.get(field)));
-                    view! {
-                        <tr>
-                            <th scope="row">{field.clone()}</th>
-                            <td class="before"><code>{was}</code></td>
-                            <td class="arrow" aria-label="becomes">"→"</td>
-                            <td class="after"><code>{now}</code></td>
-                        </tr>
-                    }
-                })
-                .collect_view(),
-        ),
-    };
-    view! {
-        <li class=class data-testid="change">
-            <code class="line">{change_line(&change)}</code>
-            {change.blocked.then(|| {
-                let note = change.note.clone().unwrap_or_else(|| "cannot be applied".to_owned());
-                view! {
-                    <p class="note" data-testid="blocked-note">
-                        <strong>"Blocked: "</strong>
-                        {note}
-                    </p>
-                }
-            })}
-            {fields.map(|rows| view! { <table class="fields"><tbody>{rows}</tbody></table> })}
-        </li>
+    m.open("li", &[("class", &class), ("data-testid", "change")])
+        .element("code", &[("class", "line")], &change_line(change));
+    if change.blocked {
+        m.open("p", &[("class", "note"), ("data-testid", "blocked-note")])
+            .element("strong", &[], "Blocked: ")
+            .text(change.note.unwrap_or("cannot be applied"))
+            .close("p");
     }
+    if change.before.is_some() || change.after.is_some() {
+        m.open("table", &[("class", "fields")]).open("tbody", &[]);
+        for field in change.fields {
+            let was = value(change.before.and_then(|b| b.get(field)));
+            let now = value(change.after.and_then(|a| a.get(field)));
+            m.open("tr", &[])
+                .element("th", &[("scope", "row")], field)
+                .open("td", &[("class", "before")])
+                .element("code", &[], &was)
+                .close("td")
+                .element("td", &[("class", "arrow"), ("aria-label", "becomes")], "→")
+                .open("td", &[("class", "after")])
+                .element("code", &[], &now)
+                .close("td")
+                .close("tr");
+        }
+        m.close("tbody").close("table");
+    }
+    m.close("li");
 }

@@ -2,8 +2,9 @@
 //! fleet was last checked, the drifted changes by kind, and the recent drift events.
 
 use crate::api::{Event, Status};
-use crate::changes::ChangeList;
+use crate::changes::{ChangeRef, changes_html};
 use crate::format::{summary_line, utc};
+use crate::markup::Markup;
 use crate::state::Console;
 use leptos::prelude::*;
 
@@ -43,7 +44,10 @@ pub fn DriftView() -> impl IntoView {
                             }
                                 .into_any()
                         }
-                        (Some(status), None) => status_view(status.clone()).into_any(),
+                        (Some(status), None) => {
+                            view! { <div class="status" inner_html=status_html(status)></div> }
+                                .into_any()
+                        }
                         (None, None) => {
                             view! {
                                 <div class="skeleton" role="status">
@@ -61,89 +65,110 @@ pub fn DriftView() -> impl IntoView {
     }
 }
 
-fn status_view(status: Status) -> impl IntoView {
-    let Some(applied) = status.applied else {
-        return view! {
-            <div id="never-applied" class="empty">
-                <p>
-                    <strong>"Tenant " {status.tenant_id} " has never applied a document."</strong>
-                </p>
-                <p class="muted">
-                    "Drift is measured against the last applied document. Plan one in the Plan and apply view and apply it to start tracking drift."
-                </p>
-            </div>
-        }
-            .into_any();
+/// The status as HTML: the applied document's facts, the last check's error, and the drift.
+fn status_html(status: &Status) -> String {
+    let mut m = Markup::default();
+    let Some(applied) = &status.applied else {
+        m.open("div", &[("id", "never-applied"), ("class", "empty")])
+            .open("p", &[])
+            .element(
+                "strong",
+                &[],
+                &format!("Tenant {} has never applied a document.", status.tenant_id),
+            )
+            .close("p")
+            .element(
+                "p",
+                &[("class", "muted")],
+                "Drift is measured against the last applied document. Plan one in the Plan and apply view and apply it to start tracking drift.",
+            )
+            .close("div");
+        return m.finish();
     };
     let checked = match applied.checked_at {
         Some(at) => utc(at),
         None => "not yet".to_owned(),
     };
-    let state = match (&status.drift, applied.checked_at) {
-        (Some(drift), _) => {
-            let badge = if drift.blocked { "Drifted · blocked" } else { "Drifted" };
-            view! {
-                <div id="drift" class="drift">
-                    <p class="state drifted">
-                        <span class="badge warn">{badge}</span>
-                        " The fleet no longer matches the applied document."
-                    </p>
-                    <p id="drift-summary" class="summary">{summary_line(&drift.summary)}</p>
-                    <ChangeList changes=drift.changes.clone() id="drift-changes" />
-                </div>
-            }
-                .into_any()
-        }
-        (None, Some(_)) => view! {
-            <p id="in-sync" class="state ok">
-                <span class="badge ok">"In sync"</span>
-                " The fleet matches the applied document as of the last check."
-            </p>
-        }
-        .into_any(),
-        (None, None) => view! {
-            <p id="not-checked" class="state muted">
-                "Not checked since the last apply. The drift check runs on a schedule; Check now runs it at once."
-            </p>
-        }
-        .into_any(),
+    let fact = |m: &mut Markup, class: &str, term: &str| {
+        m.open("div", &[("class", class)]).element("dt", &[], term);
     };
-    view! {
-        <dl class="facts" id="applied">
-            <div>
-                <dt>"Applied by"</dt>
-                <dd id="applied-by"><code>{applied.applied_by}</code></dd>
-            </div>
-            <div>
-                <dt>"Applied at"</dt>
-                <dd id="applied-at">{utc(applied.applied_at)}</dd>
-            </div>
-            <div>
-                <dt>"Prune"</dt>
-                <dd>{if applied.prune { "yes" } else { "no" }}</dd>
-            </div>
-            <div>
-                <dt>"Last checked"</dt>
-                <dd id="checked-at">{checked}</dd>
-            </div>
-            <div class="wide">
-                <dt>"Applied planHash"</dt>
-                <dd><code id="applied-plan-hash" class="hash">{applied.plan_hash}</code></dd>
-            </div>
-        </dl>
-        {status.error.map(|e| {
-            view! {
-                <p id="check-error" class="alert error" role="alert">
-                    "The last drift check failed"
-                    {e.at.map(|at| format!(" at {}", utc(at)))}
-                    ": "
-                    {e.message}
-                </p>
-            }
-        })}
-        {state}
+    m.open("dl", &[("class", "facts"), ("id", "applied")]);
+    fact(&mut m, "", "Applied by");
+    m.open("dd", &[("id", "applied-by")])
+        .element("code", &[], &applied.applied_by)
+        .close("dd")
+        .close("div");
+    fact(&mut m, "", "Applied at");
+    m.element("dd", &[("id", "applied-at")], &utc(applied.applied_at))
+        .close("div");
+    fact(&mut m, "", "Prune");
+    m.element("dd", &[], if applied.prune { "yes" } else { "no" })
+        .close("div");
+    fact(&mut m, "", "Last checked");
+    m.element("dd", &[("id", "checked-at")], &checked)
+        .close("div");
+    fact(&mut m, "wide", "Applied planHash");
+    m.open("dd", &[])
+        .element(
+            "code",
+            &[("id", "applied-plan-hash"), ("class", "hash")],
+            &applied.plan_hash,
+        )
+        .close("dd")
+        .close("div")
+        .close("dl");
+    if let Some(e) = &status.error {
+        let at =
+            e.at.map(|at| format!(" at {}", utc(at)))
+                .unwrap_or_default();
+        m.element(
+            "p",
+            &[
+                ("id", "check-error"),
+                ("class", "alert error"),
+                ("role", "alert"),
+            ],
+            &format!("The last drift check failed{at}: {}", e.message),
+        );
     }
-    .into_any()
+    match (&status.drift, applied.checked_at) {
+        (Some(drift), _) => {
+            let badge = if drift.blocked {
+                "Drifted · blocked"
+            } else {
+                "Drifted"
+            };
+            m.open("div", &[("id", "drift"), ("class", "drift")])
+                .open("p", &[("class", "state drifted")])
+                .element("span", &[("class", "badge warn")], badge)
+                .text(" The fleet no longer matches the applied document.")
+                .close("p")
+                .element(
+                    "p",
+                    &[("id", "drift-summary"), ("class", "summary")],
+                    &summary_line(&drift.summary),
+                )
+                .open("div", &[("id", "drift-changes"), ("class", "changes")]);
+            let mut html = m.finish();
+            html.push_str(&changes_html(drift.changes.iter().map(ChangeRef::from)));
+            html.push_str("</div></div>");
+            return html;
+        }
+        (None, Some(_)) => {
+            m.open("p", &[("id", "in-sync"), ("class", "state ok")])
+                .element("span", &[("class", "badge ok")], "In sync")
+                .text(" The fleet matches the applied document as of the last check.")
+                .close("p");
+        }
+        (None, None) => {
+            m.element(
+                "p",
+                &[("id", "not-checked"), ("class", "state muted")],
+                "Not checked since the last apply. The drift check runs on a schedule; Check now runs it at once.",
+            );
+        }
+    }
+    m.finish()
 }
 
 /// Recent `fleet.drifted` and `fleet.converged` events, newest first.
@@ -181,9 +206,7 @@ fn Timeline() -> impl IntoView {
                         }
                         .into_any(),
                         (Some(events), None) => view! {
-                            <ol id="timeline" class="timeline">
-                                {events.iter().cloned().map(event_item).collect_view()}
-                            </ol>
+                            <ol id="timeline" class="timeline" inner_html=events_html(events)></ol>
                         }
                         .into_any(),
                         (None, None) => view! {
@@ -196,33 +219,32 @@ fn Timeline() -> impl IntoView {
     }
 }
 
-fn event_item(event: Event) -> impl IntoView {
-    let drifted = event.kind == "fleet.drifted";
-    let detail = if drifted {
-        let summary = event
-            .data
-            .get("summary")
-            .map(|s| {
-                let count = |key| s.get(key).and_then(|n| n.as_u64()).unwrap_or(0) as usize;
-                summary_line(&planner::Summary {
-                    create: count("create"),
-                    update: count("update"),
-                    delete: count("delete"),
-                    unchanged: count("unchanged"),
-                    blocked: false,
-                })
-            })
-            .unwrap_or_default();
-        let blocked = event.data.get("blocked").and_then(|b| b.as_bool()) == Some(true);
-        format!("{summary}{}", if blocked { " Blocked." } else { "" })
-    } else {
-        "The fleet matches the applied document again.".to_owned()
-    };
-    view! {
-        <li class=if drifted { "event drifted" } else { "event converged" } data-testid="event">
-            <time>{utc(event.created_at)}</time>
-            <span class=if drifted { "badge warn" } else { "badge ok" }>{event.kind}</span>
-            <span class="detail">{detail}</span>
-        </li>
+/// The events as HTML list items.
+fn events_html(events: &[Event]) -> String {
+    let mut m = Markup::default();
+    for event in events {
+        let drifted = event.kind == "fleet.drifted";
+        let detail = if drifted {
+            let summary = event
+                .data
+                .get("summary")
+                .map(|s| summary_line(&crate::api::summary(s)))
+                .unwrap_or_default();
+            let blocked = event.data.get("blocked").and_then(|b| b.as_bool()) == Some(true);
+            format!("{summary}{}", if blocked { " Blocked." } else { "" })
+        } else {
+            "The fleet matches the applied document again.".to_owned()
+        };
+        let (class, badge) = if drifted {
+            ("event drifted", "badge warn")
+        } else {
+            ("event converged", "badge ok")
+        };
+        m.open("li", &[("class", class), ("data-testid", "event")])
+            .element("time", &[], &utc(event.created_at))
+            .element("span", &[("class", badge)], &event.kind)
+            .element("span", &[("class", "detail")], &detail)
+            .close("li");
     }
+    m.finish()
 }

@@ -1,6 +1,6 @@
 //! How the console writes dates, counts, values and change lines (the CLI's words).
 
-use crate::api::Change;
+use crate::changes::ChangeRef;
 use serde_json::Value;
 
 /// Unix milliseconds as `2026-11-29 18:42:50 UTC` (always UTC, so every reader agrees).
@@ -34,8 +34,8 @@ pub fn summary_line(summary: &planner::Summary) -> String {
 }
 
 /// The CLI's line of a change: `~ pool vps-fra (policy)`, `+ offer vps-fra -> globex`.
-pub fn change_line(change: &Change) -> String {
-    let symbol = match (change.action.as_str(), change.blocked) {
+pub fn change_line(change: &ChangeRef) -> String {
+    let symbol = match (change.action, change.blocked) {
         ("create", _) => "+",
         ("update", _) => "~",
         ("delete", _) => "-",
@@ -69,5 +69,51 @@ pub fn value(value: Option<&Value>) -> String {
         None | Some(Value::Null) => "none".to_owned(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
+    }
+}
+
+/// `value` as `serde_json::to_string_pretty` writes it (two-space indent), on the compact
+/// writer already in the .wasm instead of a second, pretty, instance of serde's JSON writer.
+pub fn pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write_pretty(&mut out, value, 0);
+    out
+}
+
+fn write_pretty(out: &mut String, value: &Value, depth: usize) {
+    let indent = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                indent(out, depth + 1);
+                write_pretty(out, item, depth + 1);
+            }
+            indent(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                indent(out, depth + 1);
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push_str(": ");
+                write_pretty(out, item, depth + 1);
+            }
+            indent(out, depth);
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }

@@ -9,6 +9,7 @@ pub mod app;
 pub mod changes;
 pub mod drift;
 pub mod format;
+pub mod markup;
 pub mod plan;
 pub mod signin;
 pub mod state;

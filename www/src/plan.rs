@@ -2,10 +2,11 @@
 //! the browser, by the planner crate against the tenant's export (fetched once, refreshable).
 //! Only `fleet.apply` sends it to the server, with the planHash shown on the page.
 
-use crate::api::{self, ApiError, Change};
+use crate::api::{self, ApiError};
 use crate::app::Tab;
-use crate::changes::ChangeList;
-use crate::format::{summary_line, utc};
+use crate::changes::{ChangeRef, changes_html};
+use crate::format::{pretty, summary_line, utc};
+use crate::markup::Markup;
 use crate::state::Console;
 use leptos::html;
 use leptos::prelude::*;
@@ -28,11 +29,37 @@ enum Applying {
     Failed(ApiError),
 }
 
+fn performance() -> Option<web_sys::Performance> {
+    web_sys::window()?.performance()
+}
+
 fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
-        .unwrap_or_else(js_sys::Date::now)
+    performance().map_or_else(js_sys::Date::now, |p| p.now())
+}
+
+/// Records the performance measure `name` from the mark `start` until now (for scripts and
+/// the browser's profiler: `performance.getEntriesByName("plan")`), and returns its length.
+fn measure(name: &str, start: &str, since: f64) -> f64 {
+    if let Some(p) = performance() {
+        let _ = p.measure_with_start_mark(name, start);
+    }
+    now_ms() - since
+}
+
+fn mark(name: &str) -> f64 {
+    if let Some(p) = performance() {
+        let _ = p.mark(name);
+    }
+    now_ms()
+}
+
+/// How long the page took for the last document: validation, planning (planHash included),
+/// and writing the plan into the page, in ms.
+#[derive(Clone, Copy, Default)]
+struct Timing {
+    validate: f64,
+    plan: f64,
+    show: f64,
 }
 
 /// The plan view.
@@ -43,22 +70,24 @@ pub fn PlanView() -> impl IntoView {
     let file_name = RwSignal::new(None::<String>);
     let prune = RwSignal::new(false);
     let applying = RwSignal::new(Applying::Idle);
-    // How long the last validation and plan took, in ms (shown under the plan).
-    let validate_ms = RwSignal::new(0.0);
-    let elapsed = RwSignal::new(None::<f64>);
+    // How long the last validation, plan and display took (shown under the plan, and
+    // recorded as the performance measures "validate", "plan" and "plan-view").
+    let timing = StoredValue::new(Timing::default());
+    let shown_timing = RwSignal::new(None::<Timing>);
 
     // Validation as you type; `None` for an empty editor.
     let validated = Memo::new(move |_| {
-        let start = now_ms();
+        let start = mark("validate-start");
         let validated =
             text.with(|t| (!t.trim().is_empty()).then(|| planner::validate(t.as_bytes())));
-        validate_ms.set(now_ms() - start);
+        let ms = measure("validate", "validate-start", start);
+        timing.update_value(|t| t.validate = ms);
         validated
     });
     let planned = Memo::new(move |_| {
         // Validation first, so the time below is the plan's alone.
         validated.track();
-        let start = now_ms();
+        let start = mark("plan-start");
         let plan = validated.with(|v| match v {
             Some(Ok(document)) => console.export.with(|e| {
                 e.value.as_ref().map(|exported| {
@@ -71,8 +100,43 @@ pub fn PlanView() -> impl IntoView {
             }),
             _ => None,
         });
-        elapsed.set(Some(now_ms() - start));
+        if plan.is_some() {
+            let ms = measure("plan", "plan-start", start);
+            timing.update_value(|t| t.plan = ms);
+        }
         plan
+    });
+    // The plan is written as HTML (see crate::markup) into this element.
+    let plan_box = NodeRef::<html::Div>::new();
+    Effect::new(move |_| {
+        let Some(element) = plan_box.get() else {
+            return;
+        };
+        let start = mark("plan-view-start");
+        let html = planned.with(|plan| plan.as_ref().map(plan_html));
+        let has_plan = html.is_some();
+        let html = html.unwrap_or_else(|| {
+            let why = if console.export.with(|e| e.value.is_none()) {
+                "The plan appears once the export is fetched and the document is valid."
+            } else {
+                "The plan appears here once the document is valid."
+            };
+            let mut m = Markup::default();
+            m.element(
+                "p",
+                &[("id", "no-plan"), ("class", "muted placeholder")],
+                why,
+            );
+            m.finish()
+        });
+        element.set_inner_html(&html);
+        if has_plan {
+            let ms = measure("plan-view", "plan-view-start", start);
+            timing.update_value(|t| t.show = ms);
+            shown_timing.set(Some(timing.get_value()));
+        } else {
+            shown_timing.set(None);
+        }
     });
     // A confirmation or an error belongs to the plan it was about.
     Effect::new(move |previous: Option<Option<String>>| {
@@ -164,7 +228,7 @@ pub fn PlanView() -> impl IntoView {
                                 e.value.as_ref().map(|x| x.config.clone())
                             });
                             if let Some(config) = config {
-                                set_text(serde_json::to_string_pretty(&config).unwrap_or_default());
+                                set_text(pretty(&config));
                             }
                         }
                     >
@@ -205,9 +269,11 @@ pub fn PlanView() -> impl IntoView {
                     }
                 />
             </div>
-            <div id="validation" aria-live="polite">
-                {move || validated.with(|v| validation_view(v.as_ref()))}
-            </div>
+            <div
+                id="validation"
+                aria-live="polite"
+                inner_html=move || validated.with(|v| validation_html(v.as_ref()))
+            ></div>
         </section>
 
         <section class="card" aria-labelledby="plan-title">
@@ -225,22 +291,17 @@ pub fn PlanView() -> impl IntoView {
                     </label>
                 </div>
             </div>
-            {move || {
-                planned
-                    .with(|plan| match plan {
-                        Some(plan) => {
-                            plan_view(plan, validate_ms.get_untracked(), elapsed.get_untracked()).into_any()
-                        }
-                        None => {
-                            let why = if console.export.with(|e| e.value.is_none()) {
-                                "The plan appears once the export is fetched and the document is valid."
-                            } else {
-                                "The plan appears here once the document is valid."
-                            };
-                            view! { <p id="no-plan" class="muted placeholder">{why}</p> }.into_any()
-                        }
-                    })
-            }}
+            <div id="plan-result" node_ref=plan_box></div>
+            {move || shown_timing.get().map(|t| view! {
+                <p class="muted small" id="plan-time">
+                    {format!(
+                        "Validated in {} ms, planned in {} ms and shown in {} ms, in your browser.",
+                        ms(t.validate),
+                        ms(t.plan),
+                        ms(t.show)
+                    )}
+                </p>
+            })}
         </section>
 
         <ApplyPanel text planned validated prune applying />
@@ -294,86 +355,125 @@ fn ExportLine() -> impl IntoView {
     }
 }
 
-fn validation_view(validated: Option<&Result<Document, Invalid>>) -> AnyView {
+/// What validation found, as HTML: each problem with its path.
+fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
+    let mut m = Markup::default();
     match validated {
         None => {
-            view! { <p class="muted small">"Validated in your browser as you type."</p> }.into_any()
+            m.element(
+                "p",
+                &[("class", "muted small")],
+                "Validated in your browser as you type.",
+            );
         }
-        Some(Ok(_)) => view! { <p id="valid" class="ok small">"✓ Valid document."</p> }.into_any(),
+        Some(Ok(_)) => {
+            m.element(
+                "p",
+                &[("id", "valid"), ("class", "ok small")],
+                "✓ Valid document.",
+            );
+        }
         Some(Err(invalid)) => {
             let count = invalid.problems.len();
-            view! {
-                <div id="problems" class="problems" role="alert">
-                    <p>
-                        <strong>
-                            {count} {if count == 1 { " problem" } else { " problems" }}
-                        </strong>
-                        " (nothing is sent to the server until the document is valid):"
-                    </p>
-                    <ul>
-                        {invalid
-                            .problems
-                            .iter()
-                            .map(|p| {
-                                let path = if p.path.is_empty() { "(document)".to_owned() } else { p.path.clone() };
-                                view! {
-                                    <li data-testid="problem">
-                                        <code class="path">{path}</code>
-                                        " "
-                                        <span>{p.message.clone()}</span>
-                                    </li>
-                                }
-                            })
-                            .collect_view()}
-                    </ul>
-                </div>
+            m.open(
+                "div",
+                &[("id", "problems"), ("class", "problems"), ("role", "alert")],
+            )
+            .open("p", &[])
+            .element(
+                "strong",
+                &[],
+                &format!(
+                    "{count} {}",
+                    if count == 1 { "problem" } else { "problems" }
+                ),
+            )
+            .text(" (nothing is sent to the server until the document is valid):")
+            .close("p")
+            .open("ul", &[]);
+            for p in &invalid.problems {
+                let path = if p.path.is_empty() {
+                    "(document)"
+                } else {
+                    &p.path
+                };
+                m.open("li", &[("data-testid", "problem")])
+                    .element("code", &[("class", "path")], path)
+                    .text(" ")
+                    .element("span", &[], &p.message)
+                    .close("li");
             }
-            .into_any()
+            m.close("ul").close("div");
         }
     }
+    m.finish()
 }
 
-fn plan_view(plan: &Plan, validate_ms: f64, elapsed: Option<f64>) -> impl IntoView {
+/// The plan as HTML: the counts, the changes by kind, the calls and the planHash.
+fn plan_html(plan: &Plan) -> String {
     let summary = plan.summary;
-    let changes: Vec<Change> = plan.changes.iter().map(Change::from).collect();
+    let mut m = Markup::default();
+    m.open("div", &[("class", "tiles"), ("aria-hidden", "true")]);
+    for (label, n, class) in [
+        ("to create", summary.create, "tile create"),
+        ("to update", summary.update, "tile update"),
+        ("to delete", summary.delete, "tile delete"),
+        ("unchanged", summary.unchanged, "tile unchanged"),
+    ] {
+        m.open("div", &[("class", class)])
+            .element("span", &[("class", "n")], &n.to_string())
+            .element("span", &[("class", "label")], label)
+            .close("div");
+    }
+    m.close("div")
+        .open("p", &[("id", "plan-summary"), ("class", "summary")])
+        .text(&summary_line(&summary));
+    if summary.blocked {
+        m.text(" ").element(
+            "span",
+            &[("id", "plan-blocked"), ("class", "badge error")],
+            "Blocked: fix the document before applying",
+        );
+    }
+    m.close("p");
+    m.open("div", &[("id", "plan-changes"), ("class", "changes")]);
+    let changes = changes_html(plan.changes.iter().map(ChangeRef::from));
+    let mut html = m.finish();
+    html.push_str(&changes);
+    let mut m = Markup::default();
+    m.close("div");
     // Through a Value, as the planHash does: the calls' serializer is in the .wasm once.
     let calls = serde_json::to_value(&plan.calls)
-        .and_then(|calls| serde_json::to_string_pretty(&calls))
+        .map(|calls| pretty(&calls))
         .unwrap_or_default();
     let count = plan.calls.len();
-    let tile = |label: &'static str, n: usize, class: &'static str| {
-        view! {
-            <div class=format!("tile {class}")>
-                <span class="n">{n}</span>
-                <span class="label">{label}</span>
-            </div>
-        }
-    };
-    view! {
-        <div class="tiles" aria-hidden="true">
-            {tile("to create", summary.create, "create")}
-            {tile("to update", summary.update, "update")}
-            {tile("to delete", summary.delete, "delete")}
-            {tile("unchanged", summary.unchanged, "unchanged")}
-        </div>
-        <p id="plan-summary" class="summary">
-            {summary_line(&summary)}
-            {summary.blocked.then(|| view! {
-                " " <span id="plan-blocked" class="badge error">"Blocked: fix the document before applying"</span>
-            })}
-        </p>
-        <ChangeList changes id="plan-changes" />
-        <details class="calls">
-            <summary>{count} {if count == 1 { " call" } else { " calls" }} " that fleet.apply would make, in order"</summary>
-            <pre id="plan-calls">{calls}</pre>
-        </details>
-        <p class="hashline">
-            "planHash " <code id="plan-hash" class="hash">{plan.plan_hash.to_string()}</code>
-        </p>
-        {elapsed.map(|ms| view! {
-            <p class="muted small" id="plan-time">{format!("Validated in {validate_ms:.1} ms and planned in {ms:.1} ms, in your browser.")}</p>
-        })}
-    }
+    m.open("details", &[("class", "calls")])
+        .element(
+            "summary",
+            &[],
+            &format!(
+                "{count} {} that fleet.apply would make, in order",
+                if count == 1 { "call" } else { "calls" }
+            ),
+        )
+        .element("pre", &[("id", "plan-calls")], &calls)
+        .close("details")
+        .open("p", &[("class", "hashline")])
+        .text("planHash ")
+        .element(
+            "code",
+            &[("id", "plan-hash"), ("class", "hash")],
+            &plan.plan_hash.to_string(),
+        )
+        .close("p");
+    html.push_str(&m.finish());
+    html
+}
+
+/// Milliseconds with one decimal (`12.3`), without the float formatting machinery.
+fn ms(value: f64) -> String {
+    let tenths = (value * 10.0).round() as u64;
+    format!("{}.{}", tenths / 10, tenths % 10)
 }
 
 /// The apply button, its confirmation, and what the server answered.
@@ -532,7 +632,7 @@ fn download_export(console: Console) {
     else {
         return;
     };
-    let mut text = serde_json::to_string_pretty(&config).unwrap_or_default();
+    let mut text = pretty(&config);
     text.push('\n');
     let parts = js_sys::Array::of1(&JsValue::from_str(&text));
     let options = web_sys::BlobPropertyBag::new();

@@ -6,6 +6,10 @@ use crate::api::{self, ApiError};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use std::future::Future;
+use std::pin::Pin;
+
+/// An answer on its way.
+type Answer<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
 
 const KEY_ITEM: &str = "better-compute.apiKey";
 const TENANT_ITEM: &str = "better-compute.tenant";
@@ -128,11 +132,13 @@ impl Console {
 
     /// Runs `fetch` with the session's key and tenant into `target`, unless the session
     /// changes before it answers. A refusal ends up in `refused`.
-    fn load<T, F, Fut>(self, target: RwSignal<Load<T>>, fetch: F)
+    ///
+    /// The answer's future is boxed: one small `load` per answer type instead of one per
+    /// request with the whole HTTP exchange inlined (the .wasm is smaller).
+    fn load<T, F>(self, target: RwSignal<Load<T>>, fetch: F)
     where
         T: Send + Sync + 'static,
-        F: FnOnce(String, String) -> Fut + 'static,
-        Fut: Future<Output = Result<T, ApiError>> + 'static,
+        F: FnOnce(String, String) -> Answer<T> + 'static,
     {
         let Some(key) = self.key.get_untracked() else {
             return;
@@ -165,34 +171,36 @@ impl Console {
 
     /// `tenant.list`.
     pub fn refresh_tenants(self) {
-        self.load(self.tenants, |key, _| async move {
-            api::tenant_list(&key).await
+        self.load(self.tenants, |key, _| {
+            Box::pin(async move { api::tenant_list(&key).await })
         });
     }
 
     /// `fleet.status`.
     pub fn refresh_status(self) {
-        self.load(self.status, |key, tenant| async move {
-            api::fleet_status(&key, &tenant).await
+        self.load(self.status, |key, tenant| {
+            Box::pin(async move { api::fleet_status(&key, &tenant).await })
         });
     }
 
     /// `fleet.export`.
     pub fn refresh_export(self) {
-        self.load(self.export, |key, tenant| async move {
-            api::fleet_export(&key, &tenant).await
+        self.load(self.export, |key, tenant| {
+            Box::pin(async move { api::fleet_export(&key, &tenant).await })
         });
     }
 
     /// `event.list`; an older server without it hides the timeline.
     pub fn refresh_events(self) {
         let available = self.events_available;
-        self.load(self.events, move |key, tenant| async move {
-            let answer = api::fleet_events(&key, &tenant).await;
-            if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
-                available.set(false);
-            }
-            answer
+        self.load(self.events, move |key, tenant| {
+            Box::pin(async move {
+                let answer = api::fleet_events(&key, &tenant).await;
+                if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
+                    available.set(false);
+                }
+                answer
+            })
         });
     }
 
@@ -200,16 +208,18 @@ impl Console {
     pub fn check_now(self) {
         let available = self.check_available;
         let events = self;
-        self.load(self.status, move |key, tenant| async move {
-            let answer = api::fleet_check(&key, &tenant).await;
-            if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
-                available.set(false);
-                return api::fleet_status(&key, &tenant).await;
-            }
-            if answer.is_ok() {
-                events.refresh_events();
-            }
-            answer
+        self.load(self.status, move |key, tenant| {
+            Box::pin(async move {
+                let answer = api::fleet_check(&key, &tenant).await;
+                if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
+                    available.set(false);
+                    return api::fleet_status(&key, &tenant).await;
+                }
+                if answer.is_ok() {
+                    events.refresh_events();
+                }
+                answer
+            })
         });
     }
 }

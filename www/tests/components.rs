@@ -11,8 +11,9 @@ use serde_json::json;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use www::api::Change;
+use www::app::{Tab, tab_after_key};
 use www::changes::ChangeList;
-use www::format::utc;
+use www::format::{pretty, utc};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -120,4 +121,30 @@ fn dates_are_utc() {
     assert_eq!(utc(1_790_251_200_000), "2026-09-24 12:00:00 UTC");
     assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
     assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+}
+
+#[wasm_bindgen_test]
+fn pretty_json_is_serde_jsons() {
+    let value = json!({
+        "version": 1,
+        "sites": [{ "name": "fra", "tags": [], "meta": {} }],
+        "budget": 0.1,
+        "text": "a \"quoted\" line\n",
+        "none": null
+    });
+    assert_eq!(
+        pretty(&value),
+        serde_json::to_string_pretty(&value).unwrap()
+    );
+    assert_eq!(pretty(&json!([])), "[]");
+}
+
+#[wasm_bindgen_test]
+fn arrow_keys_move_between_tabs() {
+    assert_eq!(tab_after_key(Tab::Drift, "ArrowRight"), Some(Tab::Plan));
+    assert_eq!(tab_after_key(Tab::Plan, "ArrowRight"), Some(Tab::Drift));
+    assert_eq!(tab_after_key(Tab::Drift, "ArrowLeft"), Some(Tab::Plan));
+    assert_eq!(tab_after_key(Tab::Plan, "Home"), Some(Tab::Drift));
+    assert_eq!(tab_after_key(Tab::Drift, "End"), Some(Tab::Plan));
+    assert_eq!(tab_after_key(Tab::Drift, "Enter"), None);
 }
