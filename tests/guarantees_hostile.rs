@@ -228,6 +228,26 @@ async fn hostile_inputs_are_refused_and_change_nothing(db: Db) {
             bad,
         ),
         (
+            "duplicate call input keys".into(),
+            "POST",
+            "/api/site.create".into(),
+            json,
+            br#"{"tenantId":"root","kind":"shared","region":"eu","region":"us"}"#.to_vec(),
+            bad,
+        ),
+        (
+            "duplicate keys nested in a call input".into(),
+            "POST",
+            "/api/pool.offer".into(),
+            json,
+            format!(
+                r#"{{"tenantId":"root","poolId":"{}","tenant":"acme","quota":{{"gpu":1,"gpu":2}}}}"#,
+                pool["id"].as_str().unwrap()
+            )
+            .into_bytes(),
+            bad,
+        ),
+        (
             "duplicate document keys".into(),
             "POST",
             "/api/fleet.apply".into(),
