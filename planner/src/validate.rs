@@ -356,12 +356,23 @@ impl<T> Field<T> {
 
 #[derive(Default)]
 struct Walker {
-    path: String,
+    /// Where the value being read is, as segments; rendered only when a problem is reported
+    /// (most documents have none, and every key of every item passes through here).
+    path: Vec<Segment>,
+    /// The text of the keys in `path`.
+    keys: String,
     problems: Vec<Problem>,
     /// For each list being read, outermost first: the keys its items have taken. Entries past
     /// `depth` are kept so their buffers serve the next list at that depth (a pool's offers).
     lists: Vec<Seen>,
     depth: usize,
+}
+
+/// One step of a path: a key (a range of `Walker::keys`) or a list index.
+#[derive(Clone, Copy)]
+enum Segment {
+    Key(usize, usize),
+    Index(usize),
 }
 
 /// The keys taken by the items of one list.
@@ -378,39 +389,62 @@ struct Seen {
 impl Walker {
     fn report(&mut self, message: String) {
         self.problems.push(Problem {
-            path: self.path.clone(),
+            path: self.render(self.path.len()),
             message,
         });
     }
 
-    fn enter_key(&mut self, key: &str) -> usize {
-        let mark = self.path.len();
-        let plain = !key.is_empty()
-            && key
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
-        if plain {
-            if mark > 0 {
-                self.path.push('.');
+    /// The first `n` segments of the path as text: `pools[0].offers[1].quota.vcpu`.
+    fn render(&self, n: usize) -> String {
+        let mut out = String::new();
+        for segment in &self.path[..n] {
+            match *segment {
+                Segment::Index(index) => {
+                    let _ = write!(out, "[{index}]");
+                }
+                Segment::Key(start, end) => {
+                    let key = &self.keys[start..end];
+                    let plain = !key.is_empty()
+                        && key
+                            .bytes()
+                            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+                    if plain {
+                        if !out.is_empty() {
+                            out.push('.');
+                        }
+                        out.push_str(key);
+                    } else {
+                        // Keys with dots or other characters are quoted so the path stays
+                        // unambiguous.
+                        out.push('[');
+                        out.push_str(&serde_json::to_string(key).expect("strings serialize"));
+                        out.push(']');
+                    }
+                }
             }
-            self.path.push_str(key);
-        } else {
-            // Keys with dots or other characters are quoted so the path stays unambiguous.
-            self.path.push('[');
-            self.path
-                .push_str(&serde_json::to_string(key).expect("strings serialize"));
-            self.path.push(']');
         }
-        mark
+        out
+    }
+
+    fn enter_key(&mut self, key: &str) -> usize {
+        let start = self.keys.len();
+        self.keys.push_str(key);
+        self.path.push(Segment::Key(start, self.keys.len()));
+        self.path.len() - 1
     }
 
     fn enter_index(&mut self, index: usize) -> usize {
-        let mark = self.path.len();
-        let _ = write!(self.path, "[{index}]");
-        mark
+        self.path.push(Segment::Index(index));
+        self.path.len() - 1
     }
 
     fn leave(&mut self, mark: usize) {
+        if let Some(start) = self.path[mark..].iter().find_map(|s| match s {
+            Segment::Key(start, _) => Some(*start),
+            Segment::Index(_) => None,
+        }) {
+            self.keys.truncate(start);
+        }
         self.path.truncate(mark);
     }
 
@@ -469,7 +503,12 @@ impl Walker {
                 return;
             }
         };
-        let list = self.path[..self.path.rfind('[').unwrap_or(0)].to_owned();
+        let item = self
+            .path
+            .iter()
+            .rposition(|s| matches!(s, Segment::Index(_)))
+            .unwrap_or(0);
+        let list = self.render(item);
         let mark = self.enter_key(field);
         self.report(format!(
             "{} is repeated; {list}[{first}] has it already",
@@ -775,7 +814,7 @@ impl Walker {
             self.problems.insert(
                 start,
                 Problem {
-                    path: self.path.clone(),
+                    path: self.render(self.path.len()),
                     message: format!("has {count} items; a list holds at most {MAX_ITEMS}"),
                 },
             );
