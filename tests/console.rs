@@ -371,10 +371,11 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     )
     .await;
     assert_eq!(page_hash, server_plan["planHash"].as_str().unwrap());
+    // The calls are written when their list is opened.
+    click(&browser, "#plan-view details.calls summary").await;
     let calls = wait_text(&browser, "#plan-calls", |t| t.contains("pool.update")).await;
     let calls: Value = serde_json::from_str(&calls).unwrap();
     assert_eq!(calls, server_plan["calls"]);
-    click(&browser, "#plan-view details.calls summary").await;
     screenshot(&browser, "5-plan", 1280).await;
 
     // The fleet moves after the export: the reviewed plan is stale, and the page says so.

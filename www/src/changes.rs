@@ -73,13 +73,14 @@ pub fn ChangeList(
     /// The id of the list's wrapper (`drift-changes`, `plan-changes`).
     id: &'static str,
 ) -> impl IntoView {
-    let html = changes_html(changes.iter().map(ChangeRef::from));
+    let html = changes_html(changes.iter().map(ChangeRef::from), usize::MAX);
     view! { <div id=id class="changes" inner_html=html></div> }
 }
 
 /// The inside of a [`ChangeList`], as HTML: unchanged items are left out (the summary counts
-/// them), the others grouped by kind.
-pub fn changes_html<'a>(changes: impl Iterator<Item = ChangeRef<'a>>) -> String {
+/// them), the others grouped by kind, at most `limit` of each kind; a longer group ends with
+/// a "Show all" button (`data-show-all`) for the page to handle.
+pub fn changes_html<'a>(changes: impl Iterator<Item = ChangeRef<'a>>, limit: usize) -> String {
     let shown: Vec<ChangeRef> = changes
         .filter(|c| c.action != "unchanged" || c.blocked)
         .collect();
@@ -96,10 +97,25 @@ pub fn changes_html<'a>(changes: impl Iterator<Item = ChangeRef<'a>>) -> String 
             .element("span", &[("class", "count")], &group.len().to_string())
             .close("h4")
             .open("ul", &[]);
-        for change in group {
+        for change in group.iter().take(limit) {
             change_item(&mut m, change);
         }
-        m.close("ul").close("section");
+        m.close("ul");
+        if group.len() > limit {
+            m.open("p", &[("class", "more")])
+                .text(&format!("{} more. ", group.len() - limit))
+                .element(
+                    "button",
+                    &[
+                        ("type", "button"),
+                        ("class", "secondary"),
+                        ("data-show-all", ""),
+                    ],
+                    &format!("Show all {}", group.len()),
+                )
+                .close("p");
+        }
+        m.close("section");
     }
     m.finish()
 }

@@ -5,7 +5,7 @@ use crate::api::{Event, Status};
 use crate::changes::{ChangeRef, changes_html};
 use crate::format::{summary_line, utc};
 use crate::markup::Markup;
-use crate::state::Console;
+use crate::state::{Console, Load};
 use leptos::prelude::*;
 
 /// The drift view.
@@ -30,39 +30,77 @@ pub fn DriftView() -> impl IntoView {
                     </Show>
                 </div>
             </div>
-            {move || {
-                console
-                    .status
-                    .with(|load| match (&load.value, &load.error) {
-                        (_, Some(error)) => {
-                            view! {
-                                <p id="status-error" class="alert error" role="alert">
-                                    <code>{error.code.clone()}</code>
-                                    " "
-                                    {error.message.clone()}
-                                </p>
-                            }
-                                .into_any()
-                        }
-                        (Some(status), None) => {
-                            view! { <div class="status" inner_html=status_html(status)></div> }
-                                .into_any()
-                        }
-                        (None, None) => {
-                            view! {
-                                <div class="skeleton" role="status">
-                                    "Loading the fleet status…"
-                                </div>
-                            }
-                                .into_any()
-                        }
-                    })
-            }}
+            <div class="status" inner_html=move || console.status.with(status_load_html)></div>
         </section>
         <Show when=move || console.events_available.get()>
             <Timeline />
         </Show>
     }
+}
+
+/// The status, its loading state or its error, as HTML.
+fn status_load_html(load: &Load<Status>) -> String {
+    let mut m = Markup::default();
+    match (&load.value, &load.error) {
+        (_, Some(error)) => {
+            m.open(
+                "p",
+                &[
+                    ("id", "status-error"),
+                    ("class", "alert error"),
+                    ("role", "alert"),
+                ],
+            )
+            .element("code", &[], &error.code)
+            .text(" ")
+            .text(&error.message)
+            .close("p");
+        }
+        (Some(status), None) => return status_html(status),
+        (None, None) => {
+            m.element(
+                "div",
+                &[("class", "skeleton"), ("role", "status")],
+                "Loading the fleet status…",
+            );
+        }
+    }
+    m.finish()
+}
+
+/// The events, their loading state or their error, as HTML.
+fn events_load_html(load: &Load<Vec<Event>>) -> String {
+    let mut m = Markup::default();
+    match (&load.value, &load.error) {
+        (_, Some(error)) => {
+            m.open("p", &[("class", "alert error"), ("role", "alert")])
+                .element("code", &[], &error.code)
+                .text(" ")
+                .text(&error.message)
+                .close("p");
+        }
+        (Some(events), None) if events.is_empty() => {
+            m.element(
+                "p",
+                &[("id", "no-events"), ("class", "muted")],
+                "No drift events yet.",
+            );
+        }
+        (Some(events), None) => {
+            let mut html = String::from("<ol id=\"timeline\" class=\"timeline\">");
+            html.push_str(&events_html(events));
+            html.push_str("</ol>");
+            return html;
+        }
+        (None, None) => {
+            m.element(
+                "div",
+                &[("class", "skeleton short"), ("role", "status")],
+                "Loading events…",
+            );
+        }
+    }
+    m.finish()
 }
 
 /// The status as HTML: the applied document's facts, the last check's error, and the drift.
@@ -150,7 +188,10 @@ fn status_html(status: &Status) -> String {
                 )
                 .open("div", &[("id", "drift-changes"), ("class", "changes")]);
             let mut html = m.finish();
-            html.push_str(&changes_html(drift.changes.iter().map(ChangeRef::from)));
+            html.push_str(&changes_html(
+                drift.changes.iter().map(ChangeRef::from),
+                usize::MAX,
+            ));
             html.push_str("</div></div>");
             return html;
         }
@@ -191,30 +232,7 @@ fn Timeline() -> impl IntoView {
                     </button>
                 </div>
             </div>
-            {move || {
-                console
-                    .events
-                    .with(|load| match (&load.value, &load.error) {
-                        (_, Some(error)) => view! {
-                            <p class="alert error" role="alert">
-                                <code>{error.code.clone()}</code> " " {error.message.clone()}
-                            </p>
-                        }
-                        .into_any(),
-                        (Some(events), None) if events.is_empty() => view! {
-                            <p id="no-events" class="muted">"No drift events yet."</p>
-                        }
-                        .into_any(),
-                        (Some(events), None) => view! {
-                            <ol id="timeline" class="timeline" inner_html=events_html(events)></ol>
-                        }
-                        .into_any(),
-                        (None, None) => view! {
-                            <div class="skeleton short" role="status">"Loading events…"</div>
-                        }
-                        .into_any(),
-                    })
-            }}
+            <div class="events" inner_html=move || console.events.with(events_load_html)></div>
         </section>
     }
 }

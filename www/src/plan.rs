@@ -86,7 +86,7 @@ pub fn PlanView() -> impl IntoView {
     });
     let planned = Memo::new(move |_| {
         // Validation first, so the time below is the plan's alone.
-        validated.track();
+        validated.with(|_| ());
         let start = mark("plan-start");
         let plan = validated.with(|v| match v {
             Some(Ok(document)) => console.export.with(|e| {
@@ -106,14 +106,23 @@ pub fn PlanView() -> impl IntoView {
         }
         plan
     });
-    // The plan is written as HTML (see crate::markup) into this element.
+    // The plan is written as HTML (see crate::markup) into this element; a long list of
+    // changes shows its first items per kind until "Show all" is pressed.
     let plan_box = NodeRef::<html::Div>::new();
+    let show_all = RwSignal::new(false);
     Effect::new(move |_| {
         let Some(element) = plan_box.get() else {
             return;
         };
+        // The plan first (memos compute when read), so "plan-view" is the display alone.
+        planned.with(|_| ());
         let start = mark("plan-view-start");
-        let html = planned.with(|plan| plan.as_ref().map(plan_html));
+        let limit = if show_all.get() {
+            usize::MAX
+        } else {
+            SHOWN_PER_KIND
+        };
+        let html = planned.with(|plan| plan.as_ref().map(|plan| plan_html(plan, limit)));
         let has_plan = html.is_some();
         let html = html.unwrap_or_else(|| {
             let why = if console.export.with(|e| e.value.is_none()) {
@@ -152,6 +161,7 @@ pub fn PlanView() -> impl IntoView {
     });
 
     let set_text = move |value: String| {
+        show_all.set(false);
         text.set(value);
         applying.update(|a| {
             if matches!(a, Applying::Done(..)) {
@@ -159,12 +169,21 @@ pub fn PlanView() -> impl IntoView {
             }
         });
     };
+    // The editor's text is written only when it comes from elsewhere (a file, the export):
+    // echoing typed or pasted text back into a textarea costs as much as the paste.
+    let editor = NodeRef::<html::Textarea>::new();
+    let load_text = move |value: String| {
+        if let Some(editor) = editor.get_untracked() {
+            editor.set_value(&value);
+        }
+        set_text(value);
+    };
     let read_file = move |file: web_sys::File| {
         file_name.set(Some(file.name()));
         spawn_local(async move {
             match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                Ok(content) => set_text(content.as_string().unwrap_or_default()),
-                Err(_) => set_text(String::new()),
+                Ok(content) => load_text(content.as_string().unwrap_or_default()),
+                Err(_) => load_text(String::new()),
             }
         });
     };
@@ -228,7 +247,7 @@ pub fn PlanView() -> impl IntoView {
                                 e.value.as_ref().map(|x| x.config.clone())
                             });
                             if let Some(config) = config {
-                                set_text(pretty(&config));
+                                load_text(pretty(&config));
                             }
                         }
                     >
@@ -261,7 +280,7 @@ pub fn PlanView() -> impl IntoView {
                     spellcheck="false"
                     placeholder="{\"version\": 1, \"sites\": [...], \"pools\": [...]}"
                     aria-describedby="validation"
-                    prop:value=move || text.get()
+                    node_ref=editor
                     on:input=move |ev| {
                         // Typed or pasted text is no longer the uploaded file.
                         file_name.set(None);
@@ -291,7 +310,21 @@ pub fn PlanView() -> impl IntoView {
                     </label>
                 </div>
             </div>
-            <div id="plan-result" node_ref=plan_box></div>
+            <div
+                id="plan-result"
+                node_ref=plan_box
+                on:click=move |ev| {
+                    let Some(target) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                    else {
+                        return;
+                    };
+                    if matches!(target.closest("[data-show-all]"), Ok(Some(_))) {
+                        show_all.set(true);
+                    } else if matches!(target.closest("details.calls > summary"), Ok(Some(_))) {
+                        fill_calls(planned);
+                    }
+                }
+            ></div>
             {move || shown_timing.get().map(|t| view! {
                 <p class="muted small" id="plan-time">
                     {format!(
@@ -312,47 +345,68 @@ pub fn PlanView() -> impl IntoView {
 #[component]
 fn ExportLine() -> impl IntoView {
     let console = expect_context::<Console>();
-    move || {
-        console.export.with(|load| match (&load.value, &load.error) {
-            (_, Some(error)) => view! {
-                <p id="export-error" class="alert error" role="alert">
-                    "The export could not be fetched: " <code>{error.code.clone()}</code> " "
-                    {error.message.clone()}
-                </p>
+    view! { <div class="export-line" inner_html=move || console.export.with(export_html)></div> }
+}
+
+fn export_html(load: &crate::state::Load<api::Exported>) -> String {
+    let mut m = Markup::default();
+    match (&load.value, &load.error) {
+        (_, Some(error)) => {
+            m.open(
+                "p",
+                &[
+                    ("id", "export-error"),
+                    ("class", "alert error"),
+                    ("role", "alert"),
+                ],
+            )
+            .text("The export could not be fetched: ")
+            .element("code", &[], &error.code)
+            .text(" ")
+            .text(&error.message)
+            .close("p");
+        }
+        (Some(exported), None) => {
+            let missing = exported
+                .export
+                .missing
+                .iter()
+                .map(|section| match section {
+                    planner::Section::Sites => "sites",
+                    planner::Section::ProviderAccounts => "providerAccounts",
+                    planner::Section::Pools => "pools",
+                    planner::Section::Flavors => "flavors",
+                    planner::Section::SandboxTemplates => "sandboxTemplates",
+                })
+                .collect::<Vec<_>>();
+            m.open("p", &[("id", "export-info")])
+                .text("Plans are made in your browser against the export of ")
+                .element("strong", &[], &exported.export.tenant_id)
+                .text(", fetched at ")
+                .element(
+                    "span",
+                    &[("id", "export-fetched")],
+                    &utc(exported.fetched_at as i64),
+                )
+                .text(&format!(" ({} objects).", exported.export.objects.len()))
+                .close("p");
+            if !missing.is_empty() {
+                m.element(
+                    "p",
+                    &[("class", "muted small")],
+                    &format!("This deployment does not serve: {}.", missing.join(", ")),
+                );
             }
-            .into_any(),
-            (Some(exported), None) => {
-                let missing = exported
-                    .export
-                    .missing
-                    .iter()
-                    .map(|section| match section {
-                        planner::Section::Sites => "sites",
-                        planner::Section::ProviderAccounts => "providerAccounts",
-                        planner::Section::Pools => "pools",
-                        planner::Section::Flavors => "flavors",
-                        planner::Section::SandboxTemplates => "sandboxTemplates",
-                    })
-                    .collect::<Vec<_>>();
-                view! {
-                    <p id="export-info">
-                        "Plans are made in your browser against the export of "
-                        <strong>{exported.export.tenant_id.clone()}</strong>
-                        ", fetched at " <span id="export-fetched">{utc(exported.fetched_at as i64)}</span>
-                        " (" {exported.export.objects.len()} " objects)."
-                    </p>
-                    {(!missing.is_empty()).then(|| view! {
-                        <p class="muted small">"This deployment does not serve: " {missing.join(", ")} "."</p>
-                    })}
-                }
-                .into_any()
-            }
-            (None, None) => view! {
-                <p class="skeleton line" role="status">"Fetching the export…"</p>
-            }
-            .into_any(),
-        })
+        }
+        (None, None) => {
+            m.element(
+                "p",
+                &[("class", "skeleton line"), ("role", "status")],
+                "Fetching the export…",
+            );
+        }
     }
+    m.finish()
 }
 
 /// What validation found, as HTML: each problem with its path.
@@ -409,8 +463,33 @@ fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
     m.finish()
 }
 
-/// The plan as HTML: the counts, the changes by kind, the calls and the planHash.
-fn plan_html(plan: &Plan) -> String {
+/// How many changes of each kind the plan shows before "Show all".
+const SHOWN_PER_KIND: usize = 100;
+
+/// Writes the calls into the plan's (closed) list of calls, when it is opened the first
+/// time: a maximal plan's calls are a megabyte of JSON that nobody reads unasked.
+fn fill_calls(planned: Memo<Option<Plan>>) {
+    let Some(pre) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("plan-calls"))
+    else {
+        return;
+    };
+    if pre.child_nodes().length() > 0 {
+        return;
+    }
+    // Through a Value, as the planHash does: the calls' serializer is in the .wasm once.
+    let calls = planned.with_untracked(|p| {
+        p.as_ref()
+            .and_then(|p| serde_json::to_value(&p.calls).ok())
+            .map(|calls| pretty(&calls))
+    });
+    pre.set_text_content(calls.as_deref());
+}
+
+/// The plan as HTML: the counts, the changes by kind (at most `limit` of each), the calls'
+/// count (the calls themselves are written on demand, see [`fill_calls`]) and the planHash.
+fn plan_html(plan: &Plan, limit: usize) -> String {
     let summary = plan.summary;
     let mut m = Markup::default();
     m.open("div", &[("class", "tiles"), ("aria-hidden", "true")]);
@@ -437,15 +516,11 @@ fn plan_html(plan: &Plan) -> String {
     }
     m.close("p");
     m.open("div", &[("id", "plan-changes"), ("class", "changes")]);
-    let changes = changes_html(plan.changes.iter().map(ChangeRef::from));
+    let changes = changes_html(plan.changes.iter().map(ChangeRef::from), limit);
     let mut html = m.finish();
     html.push_str(&changes);
     let mut m = Markup::default();
     m.close("div");
-    // Through a Value, as the planHash does: the calls' serializer is in the .wasm once.
-    let calls = serde_json::to_value(&plan.calls)
-        .map(|calls| pretty(&calls))
-        .unwrap_or_default();
     let count = plan.calls.len();
     m.open("details", &[("class", "calls")])
         .element(
@@ -456,7 +531,7 @@ fn plan_html(plan: &Plan) -> String {
                 if count == 1 { "call" } else { "calls" }
             ),
         )
-        .element("pre", &[("id", "plan-calls")], &calls)
+        .element("pre", &[("id", "plan-calls")], "")
         .close("details")
         .open("p", &[("class", "hashline")])
         .text("planHash ")
@@ -487,9 +562,22 @@ fn ApplyPanel(
 ) -> impl IntoView {
     let console = expect_context::<Console>();
     let tab = expect_context::<RwSignal<Tab>>();
-    let confirm_ref = NodeRef::<html::Button>::new();
+    // What the panel says (a confirmation, the answer) is HTML written into `message`; the
+    // confirmation takes the focus, so Enter applies and Escape cancels.
+    let message = NodeRef::<html::Div>::new();
     Effect::new(move |_| {
-        if let Some(button) = confirm_ref.get() {
+        let Some(element) = message.get() else {
+            return;
+        };
+        let tenant = console.tenant.get_untracked();
+        applying.with(|a| element.set_inner_html(&apply_message_html(a, planned, &tenant)));
+        if matches!(applying.get_untracked(), Applying::Confirming)
+            && let Some(button) = element
+                .query_selector("#confirm-apply")
+                .ok()
+                .flatten()
+                .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
+        {
             let _ = button.focus();
         }
     });
@@ -543,85 +631,161 @@ fn ApplyPanel(
             <p class="muted small">
                 "Sends the document and the planHash shown to fleet.apply. The server refuses if the fleet moved since the export."
             </p>
-            {move || match applying.get() {
-                Applying::Idle | Applying::Sending => None,
-                Applying::Confirming => {
-                    let (summary, calls) = planned
-                        .with(|p| p.as_ref().map(|p| (p.summary, p.calls.len())))
-                        .unwrap_or_default();
-                    let tenant = console.tenant.get_untracked();
-                    Some(view! {
-                        <div
-                            id="confirm"
-                            class="confirm"
-                            role="alertdialog"
-                            aria-labelledby="confirm-text"
-                            on:keydown=move |ev| {
-                                if ev.key() == "Escape" {
-                                    applying.set(Applying::Idle);
-                                }
-                            }
-                        >
-                            <p id="confirm-text">
-                                "Apply to tenant " <strong>{tenant}</strong> ": "
-                                <span id="confirm-summary">{summary_line(&summary)}</span>
-                                " " {calls} {if calls == 1 { " call runs" } else { " calls run" }}
-                                ", in one transaction; the document becomes the drift baseline."
-                            </p>
-                            <div class="actions">
-                                <button id="confirm-apply" type="button" node_ref=confirm_ref on:click=move |_| send()>
-                                    "Apply now"
-                                </button>
-                                <button id="cancel-apply" type="button" class="secondary" on:click=move |_| applying.set(Applying::Idle)>
-                                    "Cancel"
-                                </button>
-                            </div>
-                        </div>
-                    }.into_any())
+            // Written as HTML; its buttons are handled here, by their id.
+            <div
+                class="apply-message"
+                node_ref=message
+                on:click=move |ev| {
+                    let id = ev
+                        .target()
+                        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                        .and_then(|t| t.closest("button").ok().flatten())
+                        .map(|b| b.id());
+                    match id.as_deref() {
+                        Some("confirm-apply") => send(),
+                        Some("cancel-apply") => applying.set(Applying::Idle),
+                        Some("show-drift") => tab.set(Tab::Drift),
+                        Some("refresh-replan") => {
+                            applying.set(Applying::Idle);
+                            console.refresh_export();
+                        }
+                        _ => {}
+                    }
                 }
-                Applying::Done(count, hash) => Some(view! {
-                    <div id="apply-result" class="alert ok" role="status">
-                        <p>
-                            "Applied: " {count} {if count == 1 { " call ran" } else { " calls ran" }}
-                            ". The drift baseline is now planHash " <code class="hash">{hash}</code> "."
-                        </p>
-                        <button id="show-drift" type="button" class="secondary" on:click=move |_| tab.set(Tab::Drift)>
-                            "Show the drift view"
-                        </button>
-                    </div>
-                }.into_any()),
-                Applying::Failed(error) if error.code == "CONFIG_DRIFT" => Some(view! {
-                    <div id="config-drift" class="alert warn" role="alert">
-                        <p><strong>"The fleet moved since the export."</strong></p>
-                        <p>
-                            "Someone changed the fleet (by hand, or with another apply) after the export this plan was made against, so the server would now make different calls than the ones you reviewed. Nothing was applied. Refresh the export and review the new plan."
-                        </p>
-                        <p class="small"><code>{error.code.clone()}</code> " " {error.message.clone()}</p>
-                        <button
-                            id="refresh-replan"
-                            type="button"
-                            on:click=move |_| {
-                                applying.set(Applying::Idle);
-                                console.refresh_export();
-                            }
-                        >
-                            "Refresh the export and re-plan"
-                        </button>
-                    </div>
-                }.into_any()),
-                Applying::Failed(error) => {
-                    let path = error.details.get("path").and_then(|p| p.as_str()).map(str::to_owned);
-                    Some(view! {
-                        <div id="apply-error" class="alert error" role="alert">
-                            <p><strong>"The apply failed: "</strong><code>{error.code.clone()}</code></p>
-                            <p>{error.message.clone()}</p>
-                            {path.map(|p| view! { <p class="small">"At " <code class="path">{p}</code></p> })}
-                        </div>
-                    }.into_any())
+                on:keydown=move |ev| {
+                    if ev.key() == "Escape" && matches!(applying.get_untracked(), Applying::Confirming) {
+                        applying.set(Applying::Idle);
+                    }
                 }
-            }}
+            ></div>
         </section>
     }
+}
+
+/// What the apply panel says for `applying`, as HTML.
+fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: &str) -> String {
+    let mut m = Markup::default();
+    match applying {
+        Applying::Idle | Applying::Sending => {}
+        Applying::Confirming => {
+            let (summary, calls) = planned
+                .with_untracked(|p| p.as_ref().map(|p| (p.summary, p.calls.len())))
+                .unwrap_or_default();
+            m.open(
+                "div",
+                &[
+                    ("id", "confirm"),
+                    ("class", "confirm"),
+                    ("role", "alertdialog"),
+                    ("aria-labelledby", "confirm-text"),
+                ],
+            )
+            .open("p", &[("id", "confirm-text")])
+            .text("Apply to tenant ")
+            .element("strong", &[], tenant)
+            .text(": ")
+            .element(
+                "span",
+                &[("id", "confirm-summary")],
+                &summary_line(&summary),
+            )
+            .text(&format!(
+                " {calls} {}, in one transaction; the document becomes the drift baseline.",
+                if calls == 1 { "call runs" } else { "calls run" }
+            ))
+            .close("p")
+            .open("div", &[("class", "actions")])
+            .element(
+                "button",
+                &[("id", "confirm-apply"), ("type", "button")],
+                "Apply now",
+            )
+            .element(
+                "button",
+                &[
+                    ("id", "cancel-apply"),
+                    ("type", "button"),
+                    ("class", "secondary"),
+                ],
+                "Cancel",
+            )
+            .close("div")
+            .close("div");
+        }
+        Applying::Done(count, hash) => {
+            m.open(
+                "div",
+                &[
+                    ("id", "apply-result"),
+                    ("class", "alert ok"),
+                    ("role", "status"),
+                ],
+            )
+            .open("p", &[])
+            .text(&format!(
+                "Applied: {count} {}. The drift baseline is now planHash ",
+                if *count == 1 { "call ran" } else { "calls ran" }
+            ))
+            .element("code", &[("class", "hash")], hash)
+            .text(".")
+            .close("p")
+            .element(
+                "button",
+                &[
+                    ("id", "show-drift"),
+                    ("type", "button"),
+                    ("class", "secondary"),
+                ],
+                "Show the drift view",
+            )
+            .close("div");
+        }
+        Applying::Failed(error) if error.code == "CONFIG_DRIFT" => {
+            m.open("div", &[("id", "config-drift"), ("class", "alert warn"), ("role", "alert")])
+                .open("p", &[])
+                .element("strong", &[], "The fleet moved since the export.")
+                .close("p")
+                .element(
+                    "p",
+                    &[],
+                    "Someone changed the fleet (by hand, or with another apply) after the export this plan was made against, so the server would now make different calls than the ones you reviewed. Nothing was applied. Refresh the export and review the new plan.",
+                )
+                .open("p", &[("class", "small")])
+                .element("code", &[], &error.code)
+                .text(" ")
+                .text(&error.message)
+                .close("p")
+                .element(
+                    "button",
+                    &[("id", "refresh-replan"), ("type", "button")],
+                    "Refresh the export and re-plan",
+                )
+                .close("div");
+        }
+        Applying::Failed(error) => {
+            m.open(
+                "div",
+                &[
+                    ("id", "apply-error"),
+                    ("class", "alert error"),
+                    ("role", "alert"),
+                ],
+            )
+            .open("p", &[])
+            .element("strong", &[], "The apply failed: ")
+            .element("code", &[], &error.code)
+            .close("p")
+            .element("p", &[], &error.message);
+            if let Some(path) = error.details.get("path").and_then(|p| p.as_str()) {
+                m.open("p", &[("class", "small")])
+                    .text("At ")
+                    .element("code", &[("class", "path")], path)
+                    .close("p");
+            }
+            m.close("div");
+        }
+    }
+    m.finish()
 }
 
 /// Saves the current export's config as `fleet.json` (a blob URL, revoked at once).

@@ -2,6 +2,7 @@
 //! administrator's.
 
 use crate::api::{self, ApiError};
+use crate::markup::Markup;
 use crate::state::Console;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -65,25 +66,35 @@ pub fn SignIn() -> impl IntoView {
                     {move || if pending.get() { "Checking…" } else { "Sign in" }}
                 </button>
             </form>
-            {move || {
-                error
-                    .get()
-                    .map(|e| {
-                        let text = if e.is_refusal() {
-                            refusal_text(&e).to_owned()
-                        } else {
-                            format!("Could not sign in: {}", e.message)
-                        };
-                        view! {
-                            <div id="signin-error" class="alert error" role="alert">
-                                <p>{text}</p>
-                                <p class="small"><code>{e.code.clone()}</code> " " {e.message.clone()}</p>
-                            </div>
-                        }
-                    })
-            }}
+            <div inner_html=move || error.with(|e| e.as_ref().map(error_html).unwrap_or_default())></div>
         </section>
     }
+}
+
+/// Why the sign-in failed, as HTML.
+fn error_html(e: &ApiError) -> String {
+    let text = if e.is_refusal() {
+        refusal_text(e).to_owned()
+    } else {
+        format!("Could not sign in: {}", e.message)
+    };
+    let mut m = Markup::default();
+    m.open(
+        "div",
+        &[
+            ("id", "signin-error"),
+            ("class", "alert error"),
+            ("role", "alert"),
+        ],
+    )
+    .element("p", &[], &text)
+    .open("p", &[("class", "small")])
+    .element("code", &[], &e.code)
+    .text(" ")
+    .text(&e.message)
+    .close("p")
+    .close("div");
+    m.finish()
 }
 
 /// Shown instead of the views when the server refuses the session's key.
