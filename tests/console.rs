@@ -469,6 +469,48 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let time = wait_text(&browser, "#plan-time", |t| t.contains("ms")).await;
     let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
     println!("maximal document: {summary} {time}");
+    // A long list shows its first 100 items of a kind, and all of them on request.
+    let sites = "#plan-changes section[data-kind=site] li";
+    let count = |css: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .execute(
+                    "return document.querySelectorAll(arguments[0]).length;",
+                    vec![json!(css)],
+                )
+                .await
+                .unwrap()
+                .as_u64()
+                .unwrap()
+        }
+    };
+    assert_eq!(count(sites).await, 100);
+    let more = wait_text(
+        &browser,
+        "#plan-changes section[data-kind=site] .more",
+        |_| true,
+    )
+    .await;
+    assert!(
+        more.contains("900 more") && more.contains("Show all 1000"),
+        "{more}"
+    );
+    click(
+        &browser,
+        "#plan-changes section[data-kind=site] [data-show-all]",
+    )
+    .await;
+    let deadline = Instant::now() + WAIT;
+    while count(sites).await != 1000 {
+        assert!(
+            Instant::now() < deadline,
+            "Show all never showed the 1000 sites"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count("#plan-changes [data-show-all]").await, 0);
+
     // The page records its times as performance measures (scripts/bench reads them too).
     let measures = browser
         .execute(
