@@ -1,8 +1,9 @@
 //! Every request the console makes: `POST /api/<method>` on the server that served the page,
 //! with the session's API key as a bearer token. Nothing else in the console touches HTTP.
 
-use gloo_net::http::Request;
 use serde_json::{Map, Value, json};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 
 /// An error answer of the server (`{"error": {code, message, details}}`), or a failure to
 /// reach it (code `NETWORK`) or to read its answer (code `BAD_ANSWER`).
@@ -78,22 +79,50 @@ pub async fn call(key: &str, method: &str, input: &Value) -> Result<Value, ApiEr
     send(key, method, input.to_string()).await
 }
 
+/// `fetch` of `POST /api/<method>`: the answer's status, status text and body. The
+/// browser's fetch directly (no HTTP crate in the .wasm).
+async fn post(key: &str, method: &str, body: &str) -> Result<(u16, String, String), String> {
+    let headers = web_sys::Headers::new().map_err(js_text)?;
+    headers
+        .set("Authorization", &format!("Bearer {key}"))
+        .map_err(js_text)?;
+    headers
+        .set("Content-Type", "application/json")
+        .map_err(js_text)?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_headers(&headers);
+    init.set_body(&JsValue::from_str(body));
+    let window = web_sys::window().ok_or("no window")?;
+    let response: web_sys::Response =
+        JsFuture::from(window.fetch_with_str_and_init(&format!("/api/{method}"), &init))
+            .await
+            .map_err(js_text)?
+            .unchecked_into();
+    let text = JsFuture::from(response.text().map_err(js_text)?)
+        .await
+        .map_err(js_text)?
+        .as_string()
+        .unwrap_or_default();
+    Ok((response.status(), response.status_text(), text))
+}
+
+/// What a JavaScript error says.
+fn js_text(error: JsValue) -> String {
+    error
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "unknown error".to_owned())
+}
+
 /// Calls `method` with the JSON text `body` as `key`: the answer's JSON, or the error it is.
 async fn send(key: &str, method: &str, body: String) -> Result<Value, ApiError> {
-    let response = Request::post(&format!("/api/{method}"))
-        .header("Authorization", &format!("Bearer {key}"))
-        .header("Content-Type", "application/json")
-        .body(body)
-        .map_err(|e| ApiError::local("BAD_REQUEST", e.to_string()))?
-        .send()
+    let (status, status_text, text) = post(key, method, &body)
         .await
         .map_err(|e| ApiError::local("NETWORK", format!("the server did not answer: {e}")))?;
-    let text = response
-        .text()
-        .await
-        .map_err(|e| ApiError::local("NETWORK", format!("the answer was cut: {e}")))?;
     let answer = serde_json::from_slice::<Value>(text.as_bytes());
-    if response.ok() {
+    if (200..300).contains(&status) {
         return answer.map_err(|e| {
             ApiError::local("BAD_ANSWER", format!("unexpected answer to {method}: {e}"))
         });
@@ -109,11 +138,7 @@ async fn send(key: &str, method: &str, body: String) -> Result<Value, ApiError> 
     Err(error.unwrap_or_else(|| {
         ApiError::local(
             "HTTP",
-            format!(
-                "{method} answered HTTP {} {}",
-                response.status(),
-                response.status_text()
-            ),
+            format!("{method} answered HTTP {status} {status_text}"),
         )
     }))
 }
