@@ -229,6 +229,19 @@ async fn pass(database: &str, key: &str, tenants: usize) -> i64 {
     end - start
 }
 
+/// `n` with thousands separators.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Prints a row of the report's side-by-side tables (scripts/bench collects `BENCH` lines);
 /// `point` (tenants, pass ms) is a point of the report's drift plot.
 fn bench_row(measure: &str, db: &str, cell: &str, point: Option<(usize, i64)>) {
@@ -266,7 +279,7 @@ async fn bench(label: &str, database: &str) {
             ms as f64 / n as f64,
             copy_time.as_secs_f64()
         );
-        let count = format!("{n} tenants");
+        let count = format!("{} tenants", thousands(n as u64));
         bench_row(
             &format!("{count}: the pass"),
             label,
@@ -282,7 +295,7 @@ async fn bench(label: &str, database: &str) {
         bench_row(
             &format!("{count}: setup, rows copied in SQL"),
             label,
-            &format!("{rows} in {:.1} s", copy_time.as_secs_f64()),
+            &format!("{} in {:.1} s", thousands(rows), copy_time.as_secs_f64()),
             None,
         );
     }
