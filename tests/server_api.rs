@@ -394,6 +394,15 @@ async fn integral_floats_are_integers(db: Db) {
         let refused = fleet.fails("flavor.update", input, "INVALID_INPUT").await;
         assert_eq!(refused.details["path"], field, "{field} {value}");
     }
+    // A quota maximum is stored as a signed 64-bit integer, as the schema states.
+    let refused = fleet
+        .fails(
+            "pool.offer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "quota": { "gpu": u64::MAX } }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(refused.details["path"], "quota.gpu", "{refused:?}");
     let refused = fleet
         .fails(
             "audit.list",
@@ -514,10 +523,6 @@ async fn openapi_is_generated_from_the_method_table() {
     let offer = &doc["paths"]["/api/pool.offer"]["post"]["requestBody"]["content"]["application/json"]
         ["schema"];
     assert_eq!(offer["properties"]["priority"]["maximum"], json!(i64::MAX));
-    assert_eq!(
-        offer["properties"]["quota"]["additionalProperties"]["maximum"],
-        json!(u64::MAX)
-    );
     let input = |method: &str| {
         doc["paths"][format!("/api/{method}")]["post"]["requestBody"]["content"]["application/json"]
             ["schema"]
@@ -534,6 +539,15 @@ async fn openapi_is_generated_from_the_method_table() {
     );
     let grant = input("grant.create");
     assert_eq!(grant["properties"]["permission"]["minLength"], 1);
+    assert_eq!(
+        offer["properties"]["quota"]["additionalProperties"]["maximum"],
+        json!(i64::MAX),
+        "quota maxima are stored as i64"
+    );
+    assert_eq!(
+        input("site.create")["properties"]["idempotencyKey"]["maxLength"],
+        300
+    );
     assert_eq!(grant["if"]["properties"]["tenantId"]["const"], "root");
     let webhook = input("webhook.create");
     assert_eq!(

@@ -44,7 +44,31 @@ fn schema<T: schemars::JsonSchema>() -> Value {
     // `uint64` means nothing to clients: state the range, as the document's schema does.
     numbers::state_integer_ranges(&mut schema);
     planner::schema::integer_formats_to_ranges(&mut schema);
+    // The server derives a created object's id from it (`objects::create_id`).
+    if let Some(key) = schema.pointer_mut("/properties/idempotencyKey") {
+        key["minLength"] = json!(1);
+        key["maxLength"] = json!(300);
+    }
     schema
+}
+
+/// Quota maxima are stored as signed 64-bit integers: at most `i64::MAX`.
+fn stored_quota(mut schema: Value, pointer: &str) -> Value {
+    if let Some(max) = schema.pointer_mut(pointer) {
+        max["maximum"] = json!(i64::MAX);
+    }
+    schema
+}
+
+fn pool_offer_input() -> Value {
+    stored_quota(
+        schema::<calls::PoolOffer>(),
+        "/properties/quota/additionalProperties",
+    )
+}
+
+fn pool_set_owner_quota_input() -> Value {
+    stored_quota(schema::<calls::PoolSetOwnerQuota>(), "/properties/max")
 }
 
 /// `pool.create`: a pool of class `provider` names its provider account, and only such a pool
@@ -424,13 +448,13 @@ pub fn methods() -> Vec<Method> {
         ),
         call!(
             "pool.setOwnerQuota",
-            calls::PoolSetOwnerQuota,
+            fn pool_set_owner_quota_input,
             "compute:pool:quota",
             "Sets or removes one owner quota entry."
         ),
         call!(
             "pool.offer",
-            calls::PoolOffer,
+            fn pool_offer_input,
             "compute:pool:offer",
             "Offers a pool to a tenant with a quota."
         ),

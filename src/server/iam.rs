@@ -621,8 +621,9 @@ pub struct GrantCreate {
     pub tenant_id: String,
     /// Who receives the permission.
     pub principal_id: String,
-    /// A permission (`compute:pool:update`), `module:*`, or `*`: no whitespace.
-    #[schemars(length(min = 1), pattern(r"^\S+$"))]
+    /// A permission (`compute:pool:update`), `module:*`, or `*`: no whitespace (Unicode's
+    /// White_Space, as `char::is_whitespace`: `\s` differs on U+0085 and U+FEFF).
+    #[schemars(length(min = 1), pattern(WHITESPACE_FREE))]
     pub permission: String,
     /// Where it applies; the tenant's scope when absent. A root principal may name
     /// `compute-fleet/global` or any `tenants/<id>`; another tenant's principal only its own
@@ -630,6 +631,11 @@ pub struct GrantCreate {
     #[serde(default)]
     pub scope: Option<String>,
 }
+
+/// Text without Unicode White_Space (what `char::is_whitespace` finds), spelled out for
+/// JSON Schema, whose `\s` also matches U+FEFF and misses U+0085.
+const WHITESPACE_FREE: &str =
+    r"^[^\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$";
 
 /// The scopes `grant.create` accepts, as far as a schema can say (see [`GrantCreate::scope`]).
 fn grant_scopes(schema: &mut schemars::Schema) {

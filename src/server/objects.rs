@@ -209,7 +209,7 @@ pub async fn execute(
                 (None, None) => {}
                 (Some(max), Some(_)) => {
                     sqlx::query("UPDATE pool_owner_quotas SET max_value = $1, revision = revision + 1 WHERE pool_id = $2 AND resource = $3")
-                        .bind(to_i64(max)?)
+                        .bind(to_i64("max", max)?)
                         .bind(&i.pool_id)
                         .bind(&i.resource)
                         .execute(&mut **tx)
@@ -219,7 +219,7 @@ pub async fn execute(
                     sqlx::query("INSERT INTO pool_owner_quotas (pool_id, resource, max_value, revision) VALUES ($1, $2, $3, 1)")
                         .bind(&i.pool_id)
                         .bind(&i.resource)
-                        .bind(to_i64(max)?)
+                        .bind(to_i64("max", max)?)
                         .execute(&mut **tx)
                         .await?;
                 }
@@ -229,7 +229,7 @@ pub async fn execute(
         Call::PoolOffer(i) => {
             for (k, v) in &i.quota {
                 check_resource(&format!("quota.{k}"), k)?;
-                to_i64(*v)?;
+                to_i64(&format!("quota.{k}"), *v)?;
             }
             let row = pool(tx, tenant, &i.pool_id).await?;
             if i.tenant == row.tenant_id {
@@ -454,8 +454,18 @@ fn check_revision(object: &str, expected: u64, actual: i64) -> Result<(), ApiErr
     }
 }
 
-fn to_i64(v: u64) -> Result<i64, ApiError> {
-    i64::try_from(v).map_err(|_| ApiError::invalid("", format!("{v} is too large")))
+/// A quota maximum as stored (a signed 64-bit column): at most `i64::MAX`, which the OpenAPI
+/// document states.
+fn to_i64(path: &str, v: u64) -> Result<i64, ApiError> {
+    i64::try_from(v).map_err(|_| {
+        ApiError::invalid(
+            path,
+            format!(
+                "must be an integer from 0 to {}; {v} is too large",
+                i64::MAX
+            ),
+        )
+    })
 }
 
 /// The id of a create: derived from the caller and the idempotency key, or random.
@@ -466,7 +476,7 @@ fn create_id(
     key: Option<&String>,
 ) -> Result<String, ApiError> {
     match key {
-        Some(key) if key.is_empty() || key.len() > 300 => Err(ApiError::invalid(
+        Some(key) if key.is_empty() || key.chars().count() > 300 => Err(ApiError::invalid(
             "idempotencyKey",
             "an idempotency key has 1 to 300 characters",
         )),
