@@ -609,7 +609,7 @@ fn thousands(n: f64) -> String {
     let digits = format!("{:.0}", n.max(0.0));
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
