@@ -107,6 +107,47 @@ fn first_users<K: std::hash::Hash + Eq, U: Ord>(
     users
 }
 
+/// What keeps a pool from being archived. Ordered as the note's words would sort (`flavor
+/// "pool/name"` before `sandbox template "name"`), so the note names the same user as
+/// before, without formatting a note for every item that stays.
+#[derive(PartialEq, Eq)]
+enum PoolUser<'a> {
+    /// A flavor: its pool reference and name.
+    Flavor(&'a str, &'a str),
+    Template(&'a str),
+}
+
+impl PoolUser<'_> {
+    fn note(&self) -> String {
+        match self {
+            PoolUser::Flavor(pool, name) => format!("pool is used by flavor \"{pool}/{name}\""),
+            PoolUser::Template(name) => format!("pool is used by sandbox template \"{name}\""),
+        }
+    }
+}
+
+impl<'a> Ord for PoolUser<'a> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (PoolUser::Flavor(a, x), PoolUser::Flavor(b, y)) => {
+                // `pool/name` as one string: '/' sorts after '-' and '.', which names use.
+                let joined =
+                    |pool: &'a str, name: &'a str| pool.bytes().chain(*b"/").chain(name.bytes());
+                joined(a, x).cmp(joined(b, y))
+            }
+            (PoolUser::Flavor(..), PoolUser::Template(_)) => std::cmp::Ordering::Less,
+            (PoolUser::Template(_), PoolUser::Flavor(..)) => std::cmp::Ordering::Greater,
+            (PoolUser::Template(a), PoolUser::Template(b)) => a.cmp(b),
+        }
+    }
+}
+
+impl PartialOrd for PoolUser<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// The differing fields of an update, with their values as JSON.
 #[derive(Default)]
 struct Diff {
@@ -566,7 +607,7 @@ impl<'a> Planner<'a> {
             let pools = remaining(&self.doc.pools, &self.ex.config.pools);
             let users = first_users(pools.iter().filter_map(|p| {
                 let id = self.account_ids.get(p.provider_account.as_deref()?)?;
-                Some((id.to_string(), p.name.as_str()))
+                Some((id.clone(), p.name.as_str()))
             }));
             for cur in slice(&self.ex.config.provider_accounts) {
                 if self
@@ -615,13 +656,12 @@ impl<'a> Planner<'a> {
             &self.ex.config.sandbox_templates,
         );
         let flavor_uses = flavors.iter().filter_map(|f| {
-            let id = self.pool_ids.get(f.pool.as_str())?;
-            Some((id.to_string(), format!("flavor \"{}/{}\"", f.pool, f.name)))
+            let id = self.pool_ids.get(f.pool.as_str())?.clone();
+            Some((id, PoolUser::Flavor(&f.pool, &f.name)))
         });
-        // "sandbox template" sorts after "flavor": flavors are named first.
         let template_uses = templates.iter().filter_map(|t| {
-            let id = self.pool_ids.get(t.pool.as_str())?;
-            Some((id.to_string(), format!("sandbox template \"{}\"", t.name)))
+            let id = self.pool_ids.get(t.pool.as_str())?.clone();
+            Some((id, PoolUser::Template(&t.name)))
         });
         let users = first_users(flavor_uses.chain(template_uses));
         for cur in slice(&self.ex.config.pools) {
@@ -630,7 +670,7 @@ impl<'a> Planner<'a> {
             }
             let id = self.existing_id(Kind::Pool, &cur.name);
             let notes = match users.get(&*id) {
-                Some(user) => vec![format!("pool is used by {user}")],
+                Some(user) => vec![user.note()],
                 None => vec![],
             };
             let call = Call::PoolArchive(Delete {
@@ -946,7 +986,7 @@ impl<'a> Planner<'a> {
             );
             let users = first_users(templates.iter().filter_map(|t| {
                 let pool = self.pool_ids.get(t.pool.as_str())?;
-                Some(((pool.to_string(), t.flavor.as_str()), t.name.as_str()))
+                Some(((pool.clone(), t.flavor.as_str()), t.name.as_str()))
             }));
             for cur in slice(&self.ex.config.flavors) {
                 if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
@@ -956,7 +996,7 @@ impl<'a> Planner<'a> {
                 let notes = self
                     .pool_ids
                     .get(cur.pool.as_str())
-                    .and_then(|pool| users.get(&(pool.to_string(), cur.name.as_str())))
+                    .and_then(|pool| users.get(&(pool.clone(), cur.name.as_str())))
                     .map(|user| vec![format!("flavor is used by sandbox template \"{user}\"")])
                     .unwrap_or_default();
                 let call = Call::FlavorDelete(Delete {
@@ -1123,7 +1163,8 @@ impl<'a> Planner<'a> {
             .map(|(i, c)| (c.kind, prefix(&c.name), i))
             .collect();
         let names = &self.changes;
-        order.sort_unstable_by(|a, b| {
+        // Stable sort: it merges the sorted runs documents and exports are made of.
+        order.sort_by(|a, b| {
             (a.0, a.1)
                 .cmp(&(b.0, b.1))
                 .then_with(|| names[a.2].name.cmp(&names[b.2].name))
@@ -1151,6 +1192,34 @@ impl<'a> Planner<'a> {
             changes,
             calls,
             summary,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoolUser;
+
+    #[test]
+    fn pool_users_sort_as_their_notes_do() {
+        let names = ["a", "a-b", "a.b", "a0", "ab", "b", "a-b-c", "a.b.c", "z"];
+        let mut users = Vec::new();
+        for pool in names {
+            for name in names {
+                users.push(PoolUser::Flavor(pool, name));
+            }
+            users.push(PoolUser::Template(pool));
+        }
+        for a in &users {
+            for b in &users {
+                assert_eq!(
+                    a.cmp(b),
+                    a.note().cmp(&b.note()),
+                    "{} vs {}",
+                    a.note(),
+                    b.note()
+                );
+            }
         }
     }
 }
