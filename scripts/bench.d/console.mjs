@@ -111,12 +111,17 @@ async function planInPage(out) {
             performance.clearMeasures();
             const start = performance.now();
             paste(text);
+            const sync = performance.now() - start;
             const poll = () => {
               const hash = document.querySelector('#plan-hash');
               if (!hash || hash.textContent.trim().length !== 64) return setTimeout(poll, 2);
               const shown = performance.now() - start;
-              const last = (name) => { const e = performance.getEntriesByName(name, 'measure'); return e.length ? e[e.length - 1].duration : null; };
-              done({ shown, validate: last('validate'), plan: last('plan'), view: last('plan-view'),
+              const entry = (name) => { const e = performance.getEntriesByName(name, 'measure'); return e[e.length - 1]; };
+              const last = (name) => { const e = entry(name); return e ? e.duration : null; };
+              // When the page began validating, and finished showing, from the paste.
+              const began = entry('validate') ? entry('validate').startTime - start : null;
+              const ended = entry('plan-view') ? entry('plan-view').startTime + entry('plan-view').duration - start : null;
+              done({ shown, sync, began, ended, validate: last('validate'), plan: last('plan'), view: last('plan-view'),
                      line: (document.querySelector('#plan-time') || {}).textContent || '' });
             };
             poll();
@@ -137,6 +142,8 @@ async function planInPage(out) {
     if (plan.length) out({ name: `in the page: plan it against the ${state.objects.length}-object export (${source} "plan"; ${of})`, ms: median(plan) });
     if (pick('view').length) out({ name: `in the page: show the plan (performance measure "plan-view"; ${of})`, ms: median(pick('view')) });
     out({ name: `in the page: from the paste until the planHash shows (validate, plan, render; ${of})`, ms: median(pick('shown')) });
+    // The rest is the browser's: style, layout and paint of the editor's text and the plan.
+    if (pick('ended').length) out({ name: `of which the page's code: from the paste to the end of its "plan-view" measure (${of})`, ms: median(pick('ended')) });
   } finally {
     await call('DELETE', `/session/${session}`).catch(() => {});
   }
