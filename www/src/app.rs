@@ -43,9 +43,10 @@ pub fn App() -> impl IntoView {
                     <p>"FleetConfig · Fleet drift"</p>
                 </div>
             </div>
-            <Show when=move || console.key.with(Option::is_some)>
+            // Always mounted (hidden when signed out): a `Show` costs more code than it saves.
+            <div hidden=move || console.key.with(Option::is_none)>
                 <SessionBar />
-            </Show>
+            </div>
         </header>
         <main>
             {move || {

@@ -18,23 +18,20 @@ pub fn DriftView() -> impl IntoView {
             <div class="card-head">
                 <h2 id="drift-title">"Fleet drift"</h2>
                 <div class="actions">
-                    <Show when=move || console.check_available.get()>
-                        <button
+                    <button
                             id="check-now"
+                            hidden=move || !console.check_available.get()
                             type="button"
                             disabled=loading
                             on:click=move |_| console.check_now()
                         >
                             {move || if loading() { "Checking…" } else { "Check now" }}
                         </button>
-                    </Show>
                 </div>
             </div>
             <div class="status" inner_html=move || console.status.with(status_load_html)></div>
         </section>
-        <Show when=move || console.events_available.get()>
-            <Timeline />
-        </Show>
+        <Timeline />
     }
 }
 
@@ -217,7 +214,11 @@ fn status_html(status: &Status) -> String {
 fn Timeline() -> impl IntoView {
     let console = expect_context::<Console>();
     view! {
-        <section class="card" aria-labelledby="timeline-title">
+        <section
+            class="card"
+            aria-labelledby="timeline-title"
+            hidden=move || !console.events_available.get()
+        >
             <div class="card-head">
                 <h2 id="timeline-title">"Recent drift events"</h2>
                 <div class="actions">
