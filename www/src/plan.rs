@@ -273,7 +273,7 @@ pub fn PlanView() -> impl IntoView {
             >
                 <label for="document">
                     "FleetConfig document (JSON): paste it, or drop a file here"
-                    {move || file_name.get().map(|n| view! { <span class="muted">" · " {n}</span> })}
+                    <span class="muted">{move || file_name.get().map(|n| format!(" · {n}"))}</span>
                 </label>
                 <textarea
                     id="document"
@@ -327,16 +327,20 @@ pub fn PlanView() -> impl IntoView {
                     }
                 }
             ></div>
-            {move || shown_timing.get().map(|t| view! {
-                <p class="muted small" id="plan-time">
-                    {format!(
-                        "Validated in {} ms, planned in {} ms and shown in {} ms, in your browser.",
-                        ms(t.validate),
-                        ms(t.plan),
-                        ms(t.show)
-                    )}
-                </p>
-            })}
+            <p class="muted small" id="plan-time" hidden=move || shown_timing.with(Option::is_none)>
+                {move || {
+                    shown_timing
+                        .get()
+                        .map(|t| {
+                            format!(
+                                "Validated in {} ms, planned in {} ms and shown in {} ms, in your browser.",
+                                ms(t.validate),
+                                ms(t.plan),
+                                ms(t.show),
+                            )
+                        })
+                }}
+            </p>
         </section>
 
         <ApplyPanel text planned validated prune applying />

@@ -59,7 +59,6 @@ pub fn SignIn() -> impl IntoView {
                     spellcheck="false"
                     placeholder="bc_…"
                     required
-                    prop:value=move || key.get()
                     on:input=move |ev| key.set(event_target_value(&ev))
                 />
                 <button id="sign-in" type="submit" disabled=move || pending.get()>
