@@ -351,6 +351,18 @@ fn assert_export_holds(export: &Export, document: &Document, prune: bool) {
     }
 }
 
+/// A JSON scalar of any kind.
+fn leaf() -> impl Strategy<Value = Value> + Clone {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        ".{0,12}".prop_map(Value::String),
+    ]
+}
+
 /// Arbitrary JSON, up to a few levels deep, with keys the document uses among random ones.
 fn json() -> impl Strategy<Value = Value> {
     let key = prop_oneof![
@@ -361,15 +373,7 @@ fn json() -> impl Strategy<Value = Value> {
         Just("quota".to_string()),
         "[a-zA-Z]{0,8}",
     ];
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        ".{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 64, 8, move |inner| {
+    leaf().prop_recursive(4, 64, 8, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
             prop::collection::btree_map(key.clone(), inner, 0..8)
@@ -381,15 +385,7 @@ fn json() -> impl Strategy<Value = Value> {
 /// Arbitrary JSON whose objects keep their members in generated order (any unicode keys,
 /// repeats dropped), so canonical ordering has work to do.
 fn unordered_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        ".{0,6}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 64, 8, |inner| {
+    leaf().prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
             prop::collection::vec((".{0,4}", inner), 0..8)

@@ -327,49 +327,28 @@ impl<'j> ser::Serializer for &'j mut Jcs {
     }
 }
 
-impl ser::SerializeSeq for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), CanonicalError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), CanonicalError> {
-        Array::end(self)
-    }
+/// The array-like serde traits: each element is one array element.
+macro_rules! array_like {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Array<'_> {
+            type Ok = ();
+            type Error = CanonicalError;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), CanonicalError> {
+                self.element(v)
+            }
+            fn end(self) -> Result<(), CanonicalError> {
+                Array::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), CanonicalError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), CanonicalError> {
-        Array::end(self)
-    }
-}
-
-impl ser::SerializeTupleStruct for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), CanonicalError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), CanonicalError> {
-        Array::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), CanonicalError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), CanonicalError> {
-        Array::end(self)
-    }
-}
+array_like!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeStruct for Object<'_> {
     type Ok = ();
