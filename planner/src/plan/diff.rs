@@ -525,6 +525,26 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Deletes an exported item the document leaves out (prune), blocked by `note` when
+    /// something that stays uses it; `call` makes the delete call of its kind.
+    fn prune_delete(
+        &mut self,
+        kind: Kind,
+        export_name: String,
+        note: Option<String>,
+        (step, call): (u8, fn(Delete) -> Call),
+    ) {
+        let delete = Delete {
+            tenant_id: self.tenant.to_owned(),
+            id: self.existing_id(kind, &export_name).into_owned(),
+            if_revision: self.revision(kind, &export_name).unwrap_or(0),
+        };
+        let notes = note.into_iter().collect();
+        let call = Some((step, call(delete)));
+        let reason = Some(PRUNE_REASON);
+        self.record(kind, export_name, Action::Delete, None, notes, reason, call);
+    }
+
     /// An existing item: `unchanged` when nothing differs, else `update` with `call`.
     fn update_or_unchanged(
         &mut self,
@@ -617,24 +637,14 @@ impl<'a> Planner<'a> {
                     continue;
                 }
                 let id = self.existing_id(Kind::ProviderAccount, &cur.name);
-                let notes = match users.get(&*id) {
-                    Some(pool) => vec![format!("provider account is used by pool \"{pool}\"")],
-                    None => vec![],
-                };
-                let call = Call::ProviderAccountDelete(Delete {
-                    tenant_id: self.tenant.to_owned(),
-                    if_revision: self.revision(Kind::ProviderAccount, &cur.name).unwrap_or(0),
-                    id: id.into_owned(),
-                });
-                let step = step::PROVIDER_ACCOUNT_DELETE;
-                self.record(
+                let note = users
+                    .get(&*id)
+                    .map(|pool| format!("provider account is used by pool \"{pool}\""));
+                self.prune_delete(
                     Kind::ProviderAccount,
                     cur.name.clone(),
-                    Action::Delete,
-                    None,
-                    notes,
-                    Some(PRUNE_REASON),
-                    Some((step, call)),
+                    note,
+                    (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
                 );
             }
         }
@@ -669,24 +679,12 @@ impl<'a> Planner<'a> {
                 continue;
             }
             let id = self.existing_id(Kind::Pool, &cur.name);
-            let notes = match users.get(&*id) {
-                Some(user) => vec![user.note()],
-                None => vec![],
-            };
-            let call = Call::PoolArchive(Delete {
-                tenant_id: self.tenant.to_owned(),
-                if_revision: self.revision(Kind::Pool, &cur.name).unwrap_or(0),
-                id: id.into_owned(),
-            });
-            let step = step::POOL_ARCHIVE;
-            self.record(
+            let note = users.get(&*id).map(PoolUser::note);
+            self.prune_delete(
                 Kind::Pool,
                 cur.name.clone(),
-                Action::Delete,
-                None,
-                notes,
-                Some(PRUNE_REASON),
-                Some((step, call)),
+                note,
+                (step::POOL_ARCHIVE, Call::PoolArchive),
             );
         }
     }
@@ -993,26 +991,16 @@ impl<'a> Planner<'a> {
                     continue;
                 }
                 let name = join(&cur.pool, "/", &cur.name);
-                let notes = self
+                let note = self
                     .pool_ids
                     .get(cur.pool.as_str())
                     .and_then(|pool| users.get(&(pool.clone(), cur.name.as_str())))
-                    .map(|user| vec![format!("flavor is used by sandbox template \"{user}\"")])
-                    .unwrap_or_default();
-                let call = Call::FlavorDelete(Delete {
-                    tenant_id: self.tenant.to_owned(),
-                    id: self.existing_id(Kind::Flavor, &name).into_owned(),
-                    if_revision: self.revision(Kind::Flavor, &name).unwrap_or(0),
-                });
-                let call = Some((step::FLAVOR_DELETE, call));
-                self.record(
+                    .map(|user| format!("flavor is used by sandbox template \"{user}\""));
+                self.prune_delete(
                     Kind::Flavor,
                     name,
-                    Action::Delete,
-                    None,
-                    notes,
-                    Some(PRUNE_REASON),
-                    call,
+                    note,
+                    (step::FLAVOR_DELETE, Call::FlavorDelete),
                 );
             }
         }
@@ -1125,22 +1113,11 @@ impl<'a> Planner<'a> {
                 {
                     continue;
                 }
-                let call = Call::SandboxTemplateDelete(Delete {
-                    tenant_id: self.tenant.to_owned(),
-                    id: self
-                        .existing_id(Kind::SandboxTemplate, &cur.name)
-                        .into_owned(),
-                    if_revision: self.revision(Kind::SandboxTemplate, &cur.name).unwrap_or(0),
-                });
-                let call = Some((step::TEMPLATE_DELETE, call));
-                self.record(
+                self.prune_delete(
                     Kind::SandboxTemplate,
                     cur.name.clone(),
-                    Action::Delete,
                     None,
-                    vec![],
-                    Some(PRUNE_REASON),
-                    call,
+                    (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
                 );
             }
         }
