@@ -390,8 +390,10 @@ pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError>
     let mut answer = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
     let bad = || ApiError::bad_answer("fleet.export");
     let config = answer.get_mut("config").map(Value::take).ok_or_else(bad)?;
-    let bytes = serde_json::to_vec(&config).unwrap_or_default();
-    let document = planner::validate(&bytes).map_err(|invalid| {
+    // Written by Value's Display, the JSON writer the console already has (to_vec would be a
+    // second copy of it for another output type).
+    let written = config.to_string();
+    let document = planner::validate(written.as_bytes()).map_err(|invalid| {
         ApiError::local(
             "BAD_ANSWER",
             format!("the export's config is not a valid document: {invalid}"),
