@@ -61,11 +61,16 @@ pub fn version_one(schema: &mut Schema) {
     schema.insert("const".into(), json!(1));
 }
 
-/// A quota map's keys are resource names and its maxima integers of 0 or more.
+/// A quota map's keys are resource names and its maxima integers from 0 to
+/// [`crate::validate::MAX_QUOTA`].
 pub fn resource_keys(schema: &mut Schema) {
     schema.insert(
         "propertyNames".into(),
         json!({ "pattern": RESOURCE_PATTERN }),
+    );
+    schema.insert(
+        "additionalProperties".into(),
+        json!({ "type": "integer", "minimum": 0, "maximum": crate::validate::MAX_QUOTA }),
     );
 }
 

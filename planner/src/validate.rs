@@ -44,6 +44,9 @@ fn first_path(problems: &[Problem]) -> &str {
 /// The most items a list may hold (a pool's offers included).
 pub const MAX_ITEMS: usize = 1000;
 
+/// The largest quota maximum: the server stores quotas as signed 64-bit integers.
+pub const MAX_QUOTA: u64 = i64::MAX as u64;
+
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).
 pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -527,7 +530,7 @@ impl Walker {
             K::PoolClass => choices(&POOL_CLASSES, got),
             K::Network => choices(&NETWORKS, got),
             K::U32(min) => format!("must be an integer from {min} to {}, not {got}", u32::MAX),
-            K::Max => format!("must be an integer of 0 or more, not {got}"),
+            K::Max => format!("must be an integer from 0 to {MAX_QUOTA}, not {got}"),
             K::Int => format!("must be an integer, not {got}"),
             K::Budget => format!("must be a number from 0 to 1, not {got}"),
             K::Quota | K::Config => format!("must be an object, not {got}"),
@@ -584,7 +587,7 @@ impl Walker {
                 Some(v) => Parsed::U(v),
                 None => Parsed::Bad,
             },
-            K::Max => match self.uint(n, 0, u64::MAX) {
+            K::Max => match self.uint(n, 0, MAX_QUOTA) {
                 Some(v) => Parsed::U(v),
                 None => Parsed::Bad,
             },

@@ -362,21 +362,26 @@ fn resource_syntax() {
 }
 
 #[test]
-fn quota_maxima_are_integers_of_0_or_more() {
+fn quota_maxima_are_integers_from_0_to_i64_max() {
     check(
         &pool(
             r#", "offers": [{"tenant": "acme", "quota": {"vcpu": 1.5, "gpu": -1, "ram": 18446744073709551616, "disk": "1"}}]"#,
         ),
         r#"
-        pools[0].offers[0].quota.vcpu: must be an integer of 0 or more, not 1.5
-        pools[0].offers[0].quota.gpu: must be an integer of 0 or more, not -1
-        pools[0].offers[0].quota.ram: must be an integer of 0 or more; this number is too large
-        pools[0].offers[0].quota.disk: must be an integer of 0 or more, not a string
+        pools[0].offers[0].quota.vcpu: must be an integer from 0 to 9223372036854775807, not 1.5
+        pools[0].offers[0].quota.gpu: must be an integer from 0 to 9223372036854775807, not -1
+        pools[0].offers[0].quota.ram: must be an integer from 0 to 9223372036854775807; this number is too large
+        pools[0].offers[0].quota.disk: must be an integer from 0 to 9223372036854775807, not a string
         "#,
     );
     check(
-        &pool(r#", "ownerQuota": {"gpu": 0, "ram": 18446744073709551615, "x": 2.0}"#),
+        &pool(r#", "ownerQuota": {"gpu": 0, "ram": 9223372036854775807, "x": 2.0}"#),
         "",
+    );
+    check(
+        &pool(r#", "ownerQuota": {"ram": 9223372036854775808}"#),
+        "pools[0].ownerQuota.ram: must be an integer from 0 to 9223372036854775807; \
+         9223372036854775808 is too large",
     );
 }
 
