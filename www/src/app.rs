@@ -5,6 +5,7 @@ use crate::drift::DriftView;
 use crate::plan::PlanView;
 use crate::signin::{Refusal, SignIn};
 use crate::state::Console;
+use leptos::either::EitherOf3;
 use leptos::html;
 use leptos::prelude::*;
 
@@ -51,11 +52,11 @@ pub fn App() -> impl IntoView {
         <main>
             {move || {
                 if console.key.with(Option::is_none) {
-                    view! { <SignIn /> }.into_any()
+                    EitherOf3::A(view! { <SignIn /> })
                 } else if let Some(error) = console.refused.get() {
-                    view! { <Refusal error /> }.into_any()
+                    EitherOf3::B(view! { <Refusal error /> })
                 } else {
-                    view! { <Views /> }.into_any()
+                    EitherOf3::C(view! { <Views /> })
                 }
             }}
         </main>
