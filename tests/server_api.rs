@@ -554,6 +554,35 @@ async fn openapi_is_generated_from_the_method_table() {
         webhook["properties"]["events"]["items"]["enum"],
         json!(["fleet.drifted", "fleet.converged", "*"])
     );
+    // The answers of planner types are stated: the plan and the export.
+    let answer = |method: &str| {
+        doc["paths"][format!("/api/{method}")]["post"]["responses"]["200"]["content"]["application/json"]
+            ["schema"]
+            .clone()
+    };
+    let plan_answer = answer("fleet.plan");
+    for field in ["changes", "calls", "summary", "planHash"] {
+        assert!(
+            plan_answer["required"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(field)),
+            "{plan_answer}"
+        );
+    }
+    let change = plan_answer["properties"]["changes"]["items"]["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        .expect("changes refer to a component");
+    let change = &doc["components"]["schemas"][change];
+    assert!(change["properties"]["before"].is_object(), "{change}");
+    let export_answer = answer("fleet.export");
+    for field in ["config", "objects", "tenants", "offeredPools", "caller"] {
+        assert!(
+            export_answer["properties"][field].is_object(),
+            "{export_answer}"
+        );
+    }
     // A GET read names its query parameters, booleans and integers too.
     let status = &doc["paths"]["/api/reconciler.status"]["get"]["parameters"];
     assert_eq!(

@@ -8,7 +8,9 @@ mod direct;
 pub use direct::{CanonicalError, to_canonical};
 
 /// Lowercase hex SHA-256 of a call list's canonical JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct PlanHash(pub String);
 

@@ -3,10 +3,13 @@
 //! unchanged.
 
 use crate::document::Document;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The kinds of item a plan speaks of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum Kind {
     /// A site (`fra`).
@@ -58,7 +61,9 @@ impl std::fmt::Display for Kind {
 }
 
 /// A top-level list of the document, as named there; what `missing` reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum Section {
     /// `sites`
@@ -74,7 +79,7 @@ pub enum Section {
 }
 
 /// The answer of `fleet.export`: the tenant's fleet as a document, plus what planning needs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Export {
     /// The tenant whose fleet this is.
@@ -98,7 +103,7 @@ pub struct Export {
 }
 
 /// The identity and revision of one exported item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectRef {
     /// Its kind.
@@ -113,7 +118,7 @@ pub struct ObjectRef {
 }
 
 /// A pool of another tenant offered to this one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OfferedPool {
     /// The pool's id.
@@ -124,7 +129,7 @@ pub struct OfferedPool {
 }
 
 /// A flavor of an offered pool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OfferedFlavor {
     /// Its name within the pool.

@@ -21,7 +21,7 @@ pub struct PlanOptions {
 }
 
 /// What a change does to one item. A closed set: the apply acts on calls, never on these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Action {
     /// The item does not exist yet.
@@ -35,7 +35,7 @@ pub enum Action {
 }
 
 /// One item's change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Change {
     /// Its kind.
@@ -65,7 +65,9 @@ pub struct Change {
 }
 
 /// Counts per action.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Items to create.
@@ -82,7 +84,7 @@ pub struct Summary {
 }
 
 /// A plan: the changes, the calls that make them, counts, and the hash of the calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     /// One entry per item, ordered by kind then plan name.

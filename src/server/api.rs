@@ -610,6 +610,16 @@ fn query_parameters(input: &Value) -> Vec<Value> {
     parameters
 }
 
+/// The answers whose schema is stated: the fleet methods that answer planner types, with the
+/// prefix their definitions take among the components.
+fn output(method: &str) -> Option<(&'static str, Value)> {
+    match method {
+        "fleet.plan" => Some(("Plan.", schema::<planner::Plan>())),
+        "fleet.export" => Some(("Export.", schema::<planner::Export>())),
+        _ => None,
+    }
+}
+
 /// `GET /api/openapi.json`: generated from [`methods`].
 pub fn openapi(methods: &[Method]) -> Value {
     let mut paths = Map::new();
@@ -621,6 +631,10 @@ pub fn openapi(methods: &[Method]) -> Value {
             s => s.to_string(),
         };
         let input = hoist((m.input)(), "$defs", "", &mut components);
+        let answer = match output(m.name) {
+            Some((prefix, schema)) => hoist(schema, "$defs", prefix, &mut components),
+            None => json!({ "type": "object" }),
+        };
         let op = |verb: &str| {
             let mut op = json!({
                 "operationId": if verb == "get" { format!("{}.get", m.name) } else { m.name.to_string() },
@@ -629,7 +643,7 @@ pub fn openapi(methods: &[Method]) -> Value {
                 "x-permission": m.permission,
                 "security": [{ "bearer": [] }],
                 "responses": {
-                    "200": { "description": "The method's output.", "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "200": { "description": "The method's output.", "content": { "application/json": { "schema": answer } } },
                     "default": { "description": "An error.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                 },
             });
