@@ -78,6 +78,10 @@ for (const [form, doc, exported] of [
     if (planned.planHash !== first.planHash) throw new Error('the plan moved');
   });
 }
+// The answer's form: plain objects (above) or the plan's JSON text, from bytes.
+candidate('wasm planJson: the same, answered as JSON text (Uint8Array)', () => {
+  if (planner.planJson(docBytes, exportBytes, options).length === 0) throw new Error('empty');
+});
 
 const rounds = Number(process.env.ROUNDS ?? 25);
 for (let round = -3; round < rounds; round++) {

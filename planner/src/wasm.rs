@@ -95,6 +95,25 @@ pub fn plan(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
+    Ok(to_js(&planned(doc, exported, options)?)?)
+}
+
+/// `plan`, answered as the plan's JSON text: for tools that write the plan out or send it on,
+/// it skips building JS objects (and the `JSON.stringify` that would undo them).
+#[wasm_bindgen(js_name = planJson)]
+pub fn plan_json(
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
+) -> Result<String, JsValue> {
+    Ok(serde_json::to_string(&planned(doc, exported, options)?).map_err(JsError::from)?)
+}
+
+fn planned(
+    doc: JsValue,
+    exported: JsValue,
+    options: Option<JsValue>,
+) -> Result<crate::Plan, JsValue> {
     let bytes = json_bytes(doc, "the document")?;
     let document = crate::validate(&bytes).map_err(invalid_input)?;
     let export = read_export(exported)?;
@@ -103,7 +122,7 @@ pub fn plan(
             .map_err(|e| JsError::new(&format!("options: {e}")))?,
         _ => PlanOptions::default(),
     };
-    Ok(to_js(&crate::plan(&document, &export, options))?)
+    Ok(crate::plan(&document, &export, options))
 }
 
 /// The planHash of a JSON value given as text: lowercase hex SHA-256 of its RFC 8785 form.

@@ -50,6 +50,10 @@ for (const name of planCases) {
     const fromObjects = planner.plan(JSON.parse(documentBytes), JSON.parse(exportBytes), options);
     assert.equal(fromObjects.planHash, expected.planHash);
     assert.deepStrictEqual(fromObjects.calls, expected.calls);
+    // And as JSON text, the same plan.
+    const asText = planner.planJson(new Uint8Array(documentBytes), new Uint8Array(exportBytes), options);
+    assert.equal(typeof asText, 'string');
+    assert.deepStrictEqual(JSON.parse(asText), expected);
 
     // planHash is the SHA-256 of the calls as an independent JCS implementation writes them.
     assert.equal(sha256(canonicalize(fromText.calls)), expected.planHash);
