@@ -5,7 +5,8 @@
 //! by field with serde-wasm-bindgen; a document goes through `JSON.stringify`, since the
 //! validator reads text). Results are plain objects
 //! built by `JSON.parse` of the planner's own serialization, so they have exactly the shape
-//! the server answers (one object, not a chain of getters).
+//! the server answers (one object, not a chain of getters); `planJson` answers that text
+//! itself, for tools that write the plan out.
 
 use crate::{Export, PlanOptions};
 use js_sys::{JSON, Reflect, Uint8Array};
