@@ -204,7 +204,11 @@ struct Planner<'a> {
     ex: &'a Export,
     prune: bool,
     tenant: &'a str,
+    /// Exported objects of the kinds with ids, by kind and plan name.
     objects: HashMap<(Kind, &'a str), &'a ObjectRef>,
+    /// Owner quota entries and offers (most of an export, and looked up only to update or
+    /// delete one), sorted by kind and plan name: no hashing of thousands of names.
+    entries: Vec<&'a ObjectRef>,
     by_id: HashMap<&'a str, &'a ObjectRef>,
     tenants: HashSet<&'a str>,
     cur_sites: HashMap<&'a str, &'a Site>,
@@ -226,13 +230,28 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn new(doc: &'a Document, ex: &'a Export, options: PlanOptions) -> Self {
-        let mut objects = HashMap::with_capacity_and_hasher(ex.objects.len(), Default::default());
-        let mut by_id = HashMap::with_capacity_and_hasher(ex.objects.len(), Default::default());
+        let with_ids = ex
+            .objects
+            .iter()
+            .filter(|o| !matches!(o.kind, Kind::OwnerQuota | Kind::Offer))
+            .count();
+        let mut objects = HashMap::with_capacity_and_hasher(with_ids, Default::default());
+        let mut by_id = HashMap::with_capacity_and_hasher(with_ids, Default::default());
+        let mut entries = Vec::with_capacity(ex.objects.len() - with_ids);
         for object in &ex.objects {
+            if matches!(object.kind, Kind::OwnerQuota | Kind::Offer) {
+                entries.push(object);
+                continue;
+            }
             objects.insert((object.kind, object.name.as_str()), object);
             if let Some(id) = &object.id {
                 by_id.insert(id.as_str(), object);
             }
+        }
+        // Exports list objects in this order already: then this is one pass.
+        let order = |a: &&ObjectRef, b: &&ObjectRef| (a.kind, &a.name).cmp(&(b.kind, &b.name));
+        if !entries.is_sorted_by(|a, b| order(a, b).is_le()) {
+            entries.sort_by(order);
         }
         let config = &ex.config;
         let mut planner = Planner {
@@ -241,6 +260,7 @@ impl<'a> Planner<'a> {
             prune: options.prune,
             tenant: &ex.tenant_id,
             objects,
+            entries,
             by_id,
             tenants: ex.tenants.iter().map(String::as_str).collect(),
             cur_sites: slice(&config.sites)
@@ -266,7 +286,7 @@ impl<'a> Planner<'a> {
             ),
             pool_ids: capacity(2 * slice(&config.pools).len() + slice(&doc.pools).len()),
             flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
-            matched: HashSet::with_capacity_and_hasher(ex.objects.len(), Default::default()),
+            matched: HashSet::with_capacity_and_hasher(with_ids, Default::default()),
             changes: Vec::with_capacity(ex.objects.len() + 16),
             calls: Vec::new(),
         };
@@ -384,13 +404,21 @@ impl<'a> Planner<'a> {
             .map(|o| o.name.as_str())
     }
 
+    /// The exported object of `kind` named `export_name`.
+    fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef> {
+        match kind {
+            Kind::OwnerQuota | Kind::Offer => self
+                .entries
+                .binary_search_by(|o| (o.kind, o.name.as_str()).cmp(&(kind, export_name)))
+                .ok()
+                .map(|i| self.entries[i]),
+            _ => self.objects.get(&(kind, export_name)).copied(),
+        }
+    }
+
     /// The id of an existing item by its export name.
     fn existing_id(&self, kind: Kind, export_name: &str) -> Id<'a> {
-        match self
-            .objects
-            .get(&(kind, export_name))
-            .and_then(|o| o.id.as_deref())
-        {
+        match self.object(kind, export_name).and_then(|o| o.id.as_deref()) {
             Some(id) => Cow::Borrowed(id),
             // An export without the object's id: the id it would have if fleet created it.
             None => Cow::Owned(self.derived_id(kind, export_name)),
@@ -414,7 +442,7 @@ impl<'a> Planner<'a> {
     }
 
     fn revision(&self, kind: Kind, export_name: &str) -> Option<u64> {
-        self.objects.get(&(kind, export_name)).map(|o| o.revision)
+        self.object(kind, export_name).map(|o| o.revision)
     }
 
     fn missing(&self, section: Section) -> bool {

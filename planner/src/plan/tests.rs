@@ -666,3 +666,49 @@ fn set_owner_quota_and_offer_carry_revisions_of_existing_entries() {
         .collect();
     assert_eq!(revisions, [Some(7), None, Some(7)]);
 }
+
+#[test]
+fn revisions_found_in_an_export_in_any_order() {
+    // A hand-made state: objects in reverse order, each with its own revision.
+    let mut state = export(FLEET, &[]);
+    state.objects.reverse();
+    for (i, object) in state.objects.iter_mut().enumerate() {
+        object.revision = 100 + i as u64;
+    }
+    let revision = |kind: Kind, name: &str| {
+        let found = state
+            .objects
+            .iter()
+            .find(|o| o.kind == kind && o.name == name);
+        found.map(|o| o.revision).expect("in the export")
+    };
+    let document = edit(
+        r#""ownerQuota": { "gpu": 8 }"#,
+        r#""ownerQuota": { "gpu": 4 }"#,
+    )
+    .replacen(
+        r#""quota": { "vcpu": 64 }"#,
+        r#""quota": { "vcpu": 32 }"#,
+        1,
+    );
+    let plan = check(
+        &document,
+        &state,
+        KEEP,
+        "ownerQuota vps-fra:gpu update
+         offer vps-fra -> acme update",
+    );
+    let inputs: Vec<serde_json::Value> = plan
+        .calls
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap()["input"].clone())
+        .collect();
+    assert_eq!(
+        inputs[0]["ifRevision"],
+        revision(Kind::OwnerQuota, "vps-fra:gpu")
+    );
+    assert_eq!(
+        inputs[1]["ifRevision"],
+        revision(Kind::Offer, "vps-fra -> acme")
+    );
+}
