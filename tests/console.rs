@@ -143,10 +143,11 @@ fn pool_ref<'a>(export: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no pool {name} in {export}"))
 }
 
-#[tokio::test]
-async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
+/// A `--demo` server with the console, and its admin key (the folder holding the key file
+/// lives as long as the returned guard).
+fn demo_server(name: &str) -> (Server, String, TempDir) {
     let dist = common::console_dist();
-    let keys = TempDir::new("console-key");
+    let keys = TempDir::new(name);
     let key_file = keys.path().join("admin.key");
     let server = Server::start([
         OsStr::new("--demo"),
@@ -159,6 +160,12 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         .unwrap()
         .trim()
         .to_owned();
+    (server, admin, keys)
+}
+
+#[tokio::test]
+async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
+    let (server, admin, keys) = demo_server("console-key");
 
     // The baseline: the export applied as is; then a hand edit of a pool's policy.
     let export = ok(
@@ -573,20 +580,7 @@ async fn tab_state(browser: &Browser) -> Value {
 /// panel is shown.
 #[tokio::test]
 async fn the_tabs_follow_the_arrow_keys() {
-    let dist = common::console_dist();
-    let keys = TempDir::new("console-tabs-key");
-    let key_file = keys.path().join("admin.key");
-    let server = Server::start([
-        OsStr::new("--demo"),
-        OsStr::new("--console-dir"),
-        dist.as_os_str(),
-        OsStr::new("--admin-key-file"),
-        key_file.as_os_str(),
-    ]);
-    let admin = std::fs::read_to_string(&key_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let (server, admin, _keys) = demo_server("console-tabs-key");
     let browser = Browser::start().await;
     browser.goto(&server.url("/")).await.unwrap();
     watch_console(&browser).await;
