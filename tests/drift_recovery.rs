@@ -396,3 +396,96 @@ async fn two_processes_share_the_keys_without_doing_one_twice() {
         assert!(status(&b, t).await.get("drift").is_none());
     }
 }
+
+/// Events older than the retention window (30 days by default) are deleted at start and every
+/// hour, with their deliveries and attempts; an old event whose delivery is still pending
+/// stays, and so do recent ones.
+async fn old_events_are_deleted_with_their_deliveries(db: Db) {
+    let receiver = Receiver::start().await;
+    // The database outlives the first server (whose own folder goes with it).
+    let dir = TempDir::new("events-retention");
+    let database = match db {
+        Db::Sqlite => format!("sqlite://{}", dir.path().join("fleet.db").display()),
+        Db::Postgres => fresh_postgres().await,
+    };
+    let first = Fleet::start_on(&database, FAST, &[]);
+    let hook = first
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": receiver.url("ok"), "events": ["*"] }),
+        )
+        .await;
+    let hook = hook["id"].as_str().unwrap().to_string();
+    apply(&first, "root", &document(0.1)).await;
+    // Drifted, then converged by a hand edit back: two events, both delivered.
+    edit_pool(&first, "root", 0.5).await;
+    until("fleet.drifted", || async {
+        (event_types(&first, "root").await == ["fleet.drifted"]).then_some(())
+    })
+    .await;
+    edit_pool(&first, "root", 0.1).await;
+    let old = until("fleet.converged", || async {
+        let all = events(&first, "root").await;
+        (all.len() == 2).then_some(all)
+    })
+    .await;
+    until("both delivered", || async {
+        let d = deliveries(&first, &hook).await;
+        (d.len() == 2 && d.iter().all(|d| d["status"] == "succeeded")).then_some(())
+    })
+    .await;
+    // Newest first: [converged, drifted]. Both made 40 days old; the converged one's
+    // delivery pending again (an endpoint still being retried).
+    let (converged, drifted) = (old[0]["id"].clone(), old[1]["id"].clone());
+    let forty_days = 40 * 86_400_000_i64;
+    drift_support::sql(
+        &database,
+        &format!("UPDATE events SET created_at = created_at - {forty_days}"),
+    )
+    .await;
+    drift_support::sql(
+        &database,
+        &format!(
+            "UPDATE webhook_deliveries SET status = 'pending' WHERE event_id = '{}'",
+            converged.as_str().unwrap()
+        ),
+    )
+    .await;
+    // A recent event.
+    edit_pool(&first, "root", 0.7).await;
+    let recent = until("a recent fleet.drifted", || async {
+        let all = events(&first, "root").await;
+        (all.len() == 3).then(|| all[0]["id"].clone())
+    })
+    .await;
+
+    // A restart runs the retention at once.
+    let key = first.key.clone();
+    drop(first);
+    let mut second = Fleet::start_on(&database, FAST, &[]);
+    second.key = key;
+    let kept = until("the old delivered event deleted", || async {
+        let ids: Vec<Value> = events(&second, "root")
+            .await
+            .iter()
+            .map(|e| e["id"].clone())
+            .collect();
+        (!ids.contains(&drifted)).then_some(ids)
+    })
+    .await;
+    assert!(
+        kept.contains(&converged),
+        "a pending delivery keeps its event: {kept:?}"
+    );
+    assert!(kept.contains(&recent), "{kept:?}");
+    let left = deliveries(&second, &hook).await;
+    assert!(
+        left.iter().all(|d| d["eventId"] != drifted),
+        "its deliveries went too: {left:?}"
+    );
+}
+
+both!(
+    old_events_are_deleted_with_their_deliveries,
+    old_events_are_deleted_with_their_deliveries
+);

@@ -143,3 +143,91 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
     let items = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;
     Ok(json!({ "items": items }))
 }
+
+/// The reconciler that deletes old events: one key, [`RETENTION_KEY`], queued at start and
+/// run again every hour.
+pub const RETENTION: &str = "events.retention";
+/// The retention reconciler's one key.
+pub const RETENTION_KEY: &str = "all";
+/// How long an event is kept when `BETTER_COMPUTE_EVENT_RETENTION_DAYS` is not set.
+pub const DEFAULT_RETENTION_DAYS: u64 = 30;
+
+/// How long events are kept: `BETTER_COMPUTE_EVENT_RETENTION_DAYS` (whole days; `off` keeps
+/// them forever). An unreadable value keeps the default and says so in the log.
+pub fn retention_from_env() -> Option<std::time::Duration> {
+    let days = match std::env::var("BETTER_COMPUTE_EVENT_RETENTION_DAYS") {
+        Err(_) => DEFAULT_RETENTION_DAYS,
+        Ok(v) if v.trim() == "off" => return None,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            tracing::warn!(value = %v, "BETTER_COMPUTE_EVENT_RETENTION_DAYS is not a number of days or off; keeping {DEFAULT_RETENTION_DAYS}");
+            DEFAULT_RETENTION_DAYS
+        }),
+    };
+    Some(std::time::Duration::from_secs(days * 86_400))
+}
+
+/// Deletes the events created before `before` (unix ms) whose deliveries are all settled,
+/// with those deliveries and their attempts, in one transaction; returns how many events
+/// went. An event with a pending delivery stays until that delivery settles.
+pub async fn prune(state: &AppState, before: i64) -> Result<u64, sqlx::Error> {
+    let mut tx = state.db.pool.begin().await?;
+    // The events that go, named once for the three deletes.
+    const OLD: &str = "SELECT e.id FROM events e WHERE e.created_at < $1 AND NOT EXISTS \
+         (SELECT 1 FROM webhook_deliveries p WHERE p.event_id = e.id AND p.status = 'pending')";
+    for table in ["webhook_attempts", "webhook_deliveries"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE event_id IN ({OLD})"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let gone = sqlx::query(&format!("DELETE FROM events WHERE id IN ({OLD})"))
+        .bind(before)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    tx.commit().await?;
+    Ok(gone)
+}
+
+/// The [`RETENTION`] reconciler.
+#[derive(Debug, Default)]
+pub struct Retention;
+
+impl super::reconciler::Reconciler for Retention {
+    fn name(&self) -> &'static str {
+        RETENTION
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        state: &'a AppState,
+        _key: &'a str,
+        _attempt: u32,
+    ) -> super::reconciler::BoxFut<'a, super::reconciler::Outcome> {
+        use super::reconciler::Outcome;
+        const EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+        Box::pin(async move {
+            let Some(keep) = state.config.event_retention else {
+                return Outcome::RequeueAfter(EVERY);
+            };
+            let before = now_ms() - i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+            match prune(state, before).await {
+                Ok(gone) => {
+                    if gone > 0 {
+                        tracing::info!(events = gone, "old events deleted");
+                    }
+                    Outcome::RequeueAfter(EVERY)
+                }
+                Err(err) => Outcome::Retry(err.to_string()),
+            }
+        })
+    }
+}
+
+/// Queues the retention key (at start; merging with a key already queued).
+pub async fn start(state: &AppState) -> Result<(), sqlx::Error> {
+    let mut conn = state.db.pool.acquire().await?;
+    super::reconciler::enqueue(&mut conn, RETENTION, RETENTION_KEY, now_ms()).await?;
+    state.reconcilers.notify();
+    Ok(())
+}

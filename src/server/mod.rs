@@ -123,6 +123,9 @@ pub struct Config {
     pub admin_key_file: Option<PathBuf>,
     /// Webhooks may target private addresses.
     pub webhook_allow_private: bool,
+    /// How long events are kept (`None`: forever); from
+    /// `BETTER_COMPUTE_EVENT_RETENTION_DAYS`, default 30 days.
+    pub event_retention: Option<Duration>,
 }
 
 impl Config {
@@ -166,6 +169,7 @@ impl Config {
             demo: args.demo,
             admin_key_file: args.admin_key_file,
             webhook_allow_private: args.webhook_allow_private,
+            event_retention: events::retention_from_env(),
         })
     }
 }
@@ -287,6 +291,7 @@ pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> 
         reconcilers: Arc::new(reconciler::Runtime::new(vec![
             Arc::new(drift::FleetDrift),
             Arc::new(webhooks::Deliver),
+            Arc::new(events::Retention),
         ])),
     };
     Ok((state, admin_key))
@@ -322,6 +327,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     drift::start(&state)
         .await
         .context("queuing the drift check")?;
+    events::start(&state)
+        .await
+        .context("queuing the event retention")?;
     let workers = tokio::spawn(state.reconcilers.clone().run(state.clone(), stopped));
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown())
