@@ -367,11 +367,11 @@ async fn two_processes_share_the_keys_without_doing_one_twice() {
         },
     )
     .await;
-    // No key was ever worked by both at once: per key, the runs never overlap in time.
+    // No key was ever worked by both at once: per reconciler and key, the runs never overlap.
     let mut by_key: BTreeMap<String, Vec<(i64, i64, String)>> = BTreeMap::new();
     for (worker, r) in &runs {
         by_key
-            .entry(r["key"].as_str().unwrap().to_string())
+            .entry(format!("{}/{}", r["reconciler"], r["key"]))
             .or_default()
             .push((
                 r["startedAt"].as_i64().unwrap(),

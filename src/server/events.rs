@@ -148,7 +148,7 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
 /// run again every hour.
 pub const RETENTION: &str = "events.retention";
 /// The retention reconciler's one key.
-pub const RETENTION_KEY: &str = "all";
+pub const RETENTION_KEY: &str = "sweep";
 /// How long an event is kept when `BETTER_COMPUTE_EVENT_RETENTION_DAYS` is not set.
 pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 
