@@ -176,6 +176,13 @@ const wasmPlan = candidate('wasm validate + plan + hash (bytes in)', () => {
   const planned = planner.plan(docBytes, exportBytes, options);
   if (planned.planHash !== first.planHash) throw new Error('the plan moved');
 });
+// The plan as JSON text (no JS objects built): for tools that write it out or send it on.
+const wasmPlanJson =
+  typeof planner.planJson === 'function'
+    ? candidate('wasm validate + plan + hash, the plan as JSON text (planJson)', () => {
+        if (planner.planJson(docBytes, exportBytes, options).length === 0) throw new Error('no plan');
+      })
+    : null;
 
 for (let round = -3; round < rounds; round++) {
   for (const c of candidates) {
@@ -196,6 +203,7 @@ out({ name: wasmValidate.name, ms: wasmValidate.ms, ratio: wasmValidate.ms / ajv
 out({ name: `${wasmPlan.name}: ${first.calls.length} calls`, ms: wasmPlan.ms, ratio: wasmPlan.ms / ajvPeer.ms, peer: 'ajv', goal: '<= 1.0 x' });
 out({ name: wasmPlan.name, ms: wasmPlan.ms, ratio: wasmPlan.ms / jsPeer.ms, peer: 'plain JS', goal: '< 0.25 x' });
 out({ name: wasmPlan.name, ms: wasmPlan.ms, ratio: wasmPlan.ms / microPeer.ms, peer: 'microdiff' });
+if (wasmPlanJson) out({ name: wasmPlanJson.name, ms: wasmPlanJson.ms, ratio: wasmPlanJson.ms / ajvPeer.ms, peer: 'ajv' });
 
 // --- Cold start, in fresh processes --------------------------------------------------------
 
