@@ -221,11 +221,8 @@ impl<'j> ser::Serializer for &'j mut Jcs {
         self.serialize_f64(v.into())
     }
     fn serialize_f64(self, v: f64) -> Result<(), CanonicalError> {
-        // serde_json turns non-finite numbers into null.
-        match v.is_finite() {
-            true => write_f64(&mut self.out, v),
-            false => self.out.push_str("null"),
-        }
+        // Non-finite numbers come out as null, as serde_json makes them.
+        write_f64(&mut self.out, v);
         Ok(())
     }
     fn serialize_char(self, v: char) -> Result<(), CanonicalError> {
