@@ -30,7 +30,7 @@ mod native {
     /// hash. Answers the number of calls.
     fn pipeline(desired: &[u8], export: &[u8]) -> usize {
         let document = validate(desired).expect("the desired document is valid");
-        let export: Export = serde_json::from_slice(export).expect("the export parses");
+        let export = Export::from_json(export).expect("the export parses");
         let planned = plan(&document, &export, PlanOptions { prune: true });
         black_box(plan_hash(&planned.calls));
         planned.calls.len()

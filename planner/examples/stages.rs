@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Stages: `peer` (two typed parses), `parse` (typed parse of the document), `validate`,
-//! `export` (typed parse of the export), `plan` (typed inputs, planHash included), `hash`,
+//! `export` (`Export::from_json`), `plan` (typed inputs, planHash included), `hash`,
 //! `pipeline` (validate + read export + plan), `all`.
 
 use planner::{Document, Export, PlanOptions, plan, plan_hash, validate};
@@ -53,7 +53,7 @@ fn main() {
         (
             "export",
             Box::new(|| {
-                black_box(serde_json::from_slice::<Export>(&ex).expect("parses"));
+                black_box(Export::from_json(&ex).expect("parses"));
             }),
         ),
         (
@@ -72,7 +72,7 @@ fn main() {
             "pipeline",
             Box::new(|| {
                 let document = validate(&doc).expect("valid");
-                let export: Export = serde_json::from_slice(&ex).expect("parses");
+                let export = Export::from_json(&ex).expect("parses");
                 black_box(plan(&document, &export, options));
             }),
         ),

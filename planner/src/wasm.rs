@@ -179,7 +179,7 @@ fn read_export(value: JsValue) -> Result<Export, JsError> {
     let parsed = if let Some(text) = value.as_string() {
         serde_json::from_str(&text).map_err(|e| e.to_string())
     } else if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
-        serde_json::from_slice(&bytes.to_vec()).map_err(|e| e.to_string())
+        Export::from_json(&bytes.to_vec()).map_err(|e| e.to_string())
     } else if value.is_object() {
         serde_wasm_bindgen::from_value(value).map_err(|e| e.to_string())
     } else {

@@ -440,7 +440,7 @@ fn plan_on_server(
 fn read_export(path: &Path) -> Result<Export, CliError> {
     let bytes = std::fs::read(path)
         .map_err(|err| CliError::failed(format!("cannot read {}: {err}", path.display())))?;
-    serde_json::from_slice(&bytes).map_err(|err| {
+    Export::from_json(&bytes).map_err(|err| {
         CliError::failed(format!(
             "{} is not a saved export (write one with `fleet export --state FILE`): {err}",
             path.display()

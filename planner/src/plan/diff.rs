@@ -224,7 +224,9 @@ struct Planner<'a> {
     flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
     /// Export names matched by a document item, per kind: these are not pruned.
     matched: HashSet<(Kind, &'a str)>,
-    changes: Vec<Change>,
+    /// Changes per kind (indexed by `Kind as usize`), each in the order it was made: mostly
+    /// sorted already, so the final order costs a check per kind instead of a full sort.
+    changes: [Vec<Change>; Kind::ALL.len()],
     calls: Vec<(u8, String, Call)>,
 }
 
@@ -238,7 +240,21 @@ impl<'a> Planner<'a> {
         let mut objects = HashMap::with_capacity_and_hasher(with_ids, Default::default());
         let mut by_id = HashMap::with_capacity_and_hasher(with_ids, Default::default());
         let mut entries = Vec::with_capacity(ex.objects.len() - with_ids);
+        // Room for every change of a kind: the export's items plus the document's.
+        let mut per_kind = [0usize; Kind::ALL.len()];
+        let pools = slice(&doc.pools);
+        per_kind[Kind::Site as usize] = slice(&doc.sites).len();
+        per_kind[Kind::ProviderAccount as usize] = slice(&doc.provider_accounts).len();
+        per_kind[Kind::Pool as usize] = pools.len();
+        per_kind[Kind::OwnerQuota as usize] = pools
+            .iter()
+            .map(|p| p.owner_quota.as_ref().map_or(0, BTreeMap::len))
+            .sum();
+        per_kind[Kind::Offer as usize] = pools.iter().map(|p| slice(&p.offers).len()).sum();
+        per_kind[Kind::Flavor as usize] = slice(&doc.flavors).len();
+        per_kind[Kind::SandboxTemplate as usize] = slice(&doc.sandbox_templates).len();
         for object in &ex.objects {
+            per_kind[object.kind as usize] += 1;
             if matches!(object.kind, Kind::OwnerQuota | Kind::Offer) {
                 entries.push(object);
                 continue;
@@ -287,7 +303,7 @@ impl<'a> Planner<'a> {
             pool_ids: capacity(2 * slice(&config.pools).len() + slice(&doc.pools).len()),
             flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
             matched: HashSet::with_capacity_and_hasher(with_ids, Default::default()),
-            changes: Vec::with_capacity(ex.objects.len() + 16),
+            changes: per_kind.map(Vec::with_capacity),
             calls: Vec::new(),
         };
         planner.index_ids();
@@ -500,7 +516,7 @@ impl<'a> Planner<'a> {
             change.blocked = true;
             change.note = Some(notes.join("; "));
         }
-        self.changes.push(change);
+        self.changes[kind as usize].push(change);
     }
 
     fn sites(&mut self) {
@@ -1152,33 +1168,39 @@ impl<'a> Planner<'a> {
     }
 
     fn finish(self) -> Plan {
-        // Sort indices, not changes (a change is a few hundred bytes); the first 8 bytes of a
-        // name, read as one number, settle most comparisons without comparing strings.
-        let prefix = |name: &str| {
-            let mut word = [0u8; 8];
-            for (w, b) in word.iter_mut().zip(name.bytes()) {
-                *w = b;
+        let total = self.changes.iter().map(Vec::len).sum();
+        let mut changes: Vec<Change> = Vec::with_capacity(total);
+        for mut list in self.changes {
+            if list.is_sorted_by(|a, b| a.name <= b.name) {
+                changes.append(&mut list);
+                continue;
             }
-            u64::from_be_bytes(word)
-        };
-        let mut order: Vec<(Kind, u64, usize)> = self
-            .changes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.kind, prefix(&c.name), i))
-            .collect();
-        let names = &self.changes;
-        // Stable sort: it merges the sorted runs documents and exports are made of.
-        order.sort_by(|a, b| {
-            (a.0, a.1)
-                .cmp(&(b.0, b.1))
-                .then_with(|| names[a.2].name.cmp(&names[b.2].name))
-        });
-        let mut slots: Vec<Option<Change>> = self.changes.into_iter().map(Some).collect();
-        let changes: Vec<Change> = order
-            .iter()
-            .map(|&(_, _, i)| slots[i].take().expect("each change once"))
-            .collect();
+            // Sort indices, not changes (a change is a few hundred bytes); the first 8 bytes of
+            // a name, read as one number, settle most comparisons without comparing strings.
+            let prefix = |name: &str| {
+                let mut word = [0u8; 8];
+                for (w, b) in word.iter_mut().zip(name.bytes()) {
+                    *w = b;
+                }
+                u64::from_be_bytes(word)
+            };
+            let mut order: Vec<(u64, usize)> = list
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (prefix(&c.name), i))
+                .collect();
+            // Stable sort: it merges the sorted runs (document items, then prune deletes).
+            order.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| list[a.1].name.cmp(&list[b.1].name))
+            });
+            let mut slots: Vec<Option<Change>> = list.into_iter().map(Some).collect();
+            changes.extend(
+                order
+                    .iter()
+                    .map(|&(_, i)| slots[i].take().expect("each change once")),
+            );
+        }
         let mut calls = self.calls;
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
         let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();

@@ -122,6 +122,26 @@ fn syntax_error_has_line_and_column() {
 }
 
 #[test]
+fn invalid_utf8_is_a_syntax_error_with_its_place() {
+    // The text is checked as UTF-8 once, up front; the error is still serde_json's own.
+    let bytes = b"{\n  \"version\": 1,\n  \"sites\": [{\"name\": \"fr\xffa\"}]\n}";
+    let problems = validate(bytes).unwrap_err().problems;
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].path, "");
+    assert_eq!(
+        problems[0].message,
+        "the document is not valid JSON: invalid unicode code point at line 3 column 25"
+    );
+    let bytes = b"{\"tenantId\": \"acme\xff\"}";
+    let export = crate::Export::from_json(bytes).unwrap_err().to_string();
+    let slice = serde_json::from_slice::<crate::Export>(bytes)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(export, slice);
+    assert_eq!(export, "invalid unicode code point at line 1 column 19");
+}
+
+#[test]
 fn root_must_be_an_object() {
     check("[]", ": a document must be an object, not a list");
 }

@@ -78,7 +78,7 @@ fn main() {
 /// plan carries its planHash), as the server and the wasm build run it.
 fn pipeline(desired: &[u8], export: &[u8], options: PlanOptions) -> usize {
     let document = validate(desired).expect("the desired document is valid");
-    let export: Export = serde_json::from_slice(export).expect("the export parses");
+    let export = Export::from_json(export).expect("the export parses");
     let planned = plan(&document, &export, options);
     black_box(&planned.plan_hash);
     planned.calls.len()
@@ -166,7 +166,7 @@ fn native(quick: bool) {
                 black_box(validate(&desired).unwrap());
             },
             &mut || {
-                black_box(serde_json::from_slice::<Export>(&export_bytes).unwrap());
+                black_box(Export::from_json(&export_bytes).unwrap());
             },
             &mut || {
                 black_box(plan(&document, &export, options));
