@@ -23,15 +23,7 @@ impl PlanHash {
     /// The hash of any serializable value's canonical serialization, written straight from
     /// `Serialize` (the same hash as [`PlanHash::of`] its `serde_json::Value`).
     pub fn of_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, CanonicalError> {
-        #[cfg(not(feature = "small"))]
-        let canonical = to_canonical(value)?;
-        // The console's build (feature `small`): through a `Value`, whose serializer the
-        // console has anyway, so the calls' `Serialize` is in its .wasm once, not twice.
-        #[cfg(feature = "small")]
-        let canonical = canonicalize(
-            &serde_json::to_value(value).map_err(<CanonicalError as serde::ser::Error>::custom)?,
-        );
-        Ok(PlanHash(sha256_hex(canonical.as_bytes())))
+        Ok(PlanHash(sha256_hex(to_canonical(value)?.as_bytes())))
     }
 }
 
@@ -304,30 +296,6 @@ mod tests {
         assert_eq!(
             direct,
             r#"{"input":{"alpha":["unit",{"new":7},{"tuple":[-1,1e+21]},{"named":{"a":null,"z":true}}],"zeta":"😀\n"},"method":"Call"}"#
-        );
-    }
-
-    /// The console's hash (through a `Value`) is the direct writer's, byte for byte.
-    #[cfg(feature = "small")]
-    #[test]
-    fn small_hashes_as_the_direct_writer_does() {
-        #[derive(serde::Serialize)]
-        struct Call<'a> {
-            method: &'a str,
-            input: serde_json::Map<String, Value>,
-            n: f64,
-        }
-        let mut input = serde_json::Map::new();
-        input.insert("\u{fb01}".into(), json!(1));
-        input.insert("\u{1f600}".into(), json!([1e21, -0.0, "x\n"]));
-        let calls = [Call {
-            method: "pool.create",
-            input,
-            n: 1.5e-7,
-        }];
-        assert_eq!(
-            PlanHash::of_serialize(&calls[..]).unwrap().0,
-            sha256_hex(to_canonical(&calls[..]).unwrap().as_bytes())
         );
     }
 

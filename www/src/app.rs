@@ -1,13 +1,15 @@
 //! The page: the sign-in form until a key is accepted, then the header (tenant, sign out)
 //! and the two views, Drift and Plan.
 
+use crate::api::ApiError;
 use crate::drift::DriftView;
 use crate::plan::PlanView;
 use crate::signin::{Refusal, SignIn};
 use crate::state::Console;
-use leptos::either::EitherOf3;
 use leptos::html;
+use leptos::mount::mount_to;
 use leptos::prelude::*;
+use std::any::Any;
 
 /// Which view is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +18,17 @@ pub enum Tab {
     Drift,
     /// Validate, plan and apply a document.
     Plan,
+}
+
+/// Which page the console shows.
+#[derive(Debug, Clone, PartialEq)]
+enum Page {
+    /// The sign-in form (no key).
+    SignIn,
+    /// The server refused the key.
+    Refused(ApiError),
+    /// The tabs and views.
+    Views,
 }
 
 /// The whole console.
@@ -35,6 +48,35 @@ pub fn App() -> impl IntoView {
         }
     });
 
+    let page = Memo::new(move |_| {
+        if console.key.with(Option::is_none) {
+            Page::SignIn
+        } else if let Some(error) = console.refused.get() {
+            Page::Refused(error)
+        } else {
+            Page::Views
+        }
+    });
+    // Each page is built and mounted when it is chosen, and unmounted (its handle dropped)
+    // when another is: never rebuilt in place, so the .wasm carries no rebuild code for the
+    // pages' views (a reactive `EitherOf3` did, for every element of every view).
+    let main = NodeRef::<html::Main>::new();
+    Effect::new(move |shown: Option<Option<Box<dyn Any>>>| {
+        let main = main.get()?;
+        drop(shown);
+        let page = page.get();
+        // Only the page is tracked here, not what building its view reads.
+        Some(untrack(move || -> Box<dyn Any> {
+            match page {
+                Page::SignIn => Box::new(mount_to(main, SignIn)),
+                Page::Refused(error) => {
+                    Box::new(mount_to(main, move || view! { <Refusal error /> }))
+                }
+                Page::Views => Box::new(mount_to(main, Views)),
+            }
+        }))
+    });
+
     view! {
         <header class="topbar">
             <div class="brand">
@@ -49,17 +91,7 @@ pub fn App() -> impl IntoView {
                 <SessionBar />
             </div>
         </header>
-        <main>
-            {move || {
-                if console.key.with(Option::is_none) {
-                    EitherOf3::A(view! { <SignIn /> })
-                } else if let Some(error) = console.refused.get() {
-                    EitherOf3::B(view! { <Refusal error /> })
-                } else {
-                    EitherOf3::C(view! { <Views /> })
-                }
-            }}
-        </main>
+        <main node_ref=main></main>
     }
 }
 

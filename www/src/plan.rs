@@ -5,7 +5,7 @@
 use crate::api::{self, ApiError};
 use crate::app::Tab;
 use crate::changes::{ChangeRef, changes_html};
-use crate::format::{pretty, summary_line, utc};
+use crate::format::{pretty, pretty_text, summary_line, utc};
 use crate::markup::Markup;
 use crate::state::Console;
 use leptos::html;
@@ -484,11 +484,13 @@ fn fill_calls(planned: Memo<Option<Plan>>) {
     if pre.child_nodes().length() > 0 {
         return;
     }
-    // Through a Value, as the planHash does: the calls' serializer is in the .wasm once.
+    // The calls' canonical JSON, the very text the planHash is over, by the planner's own
+    // writer: the calls' serializer is in the .wasm once (a `serde_json::Value` of them
+    // would be a second instance of it). Its keys are sorted, as the hash has them.
     let calls = planned.with_untracked(|p| {
         p.as_ref()
-            .and_then(|p| serde_json::to_value(&p.calls).ok())
-            .map(|calls| pretty(&calls))
+            .and_then(|p| planner::canonical::to_canonical(&p.calls).ok())
+            .map(|calls| pretty_text(&calls))
     });
     pre.set_text_content(calls.as_deref());
 }

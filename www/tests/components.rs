@@ -13,7 +13,7 @@ use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use www::api::Change;
 use www::app::{Tab, tab_after_key};
 use www::changes::ChangeList;
-use www::format::{pretty, utc};
+use www::format::{pretty, pretty_text, utc};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -137,6 +137,21 @@ fn pretty_json_is_serde_jsons() {
         serde_json::to_string_pretty(&value).unwrap()
     );
     assert_eq!(pretty(&json!([])), "[]");
+}
+
+#[wasm_bindgen_test]
+fn pretty_text_indents_compact_json_as_pretty_does() {
+    let value = json!([{
+        "input": { "name": "a,b:{c}[d]", "tags": [], "meta": {}, "list": [[1, [2]], {}] },
+        "method": "pool.create",
+        "text": "\\\"}]\u{1f},\n",
+        "n": -1.5e-7,
+        "ok": true,
+        "none": null
+    }, [], {}]);
+    assert_eq!(pretty_text(&value.to_string()), pretty(&value));
+    assert_eq!(pretty_text("[]"), "[]");
+    assert_eq!(pretty_text("\"}\""), "\"}\"");
 }
 
 #[wasm_bindgen_test]
