@@ -16,8 +16,30 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
+/// What a method answers: a JSON value, or JSON already written.
+pub enum Answer {
+    /// A value, written when the response goes out.
+    Value(Value),
+    /// JSON text, for large answers (an export, a plan): written straight from their types,
+    /// without a `Value` tree of tens of thousands of objects in between.
+    Json(Vec<u8>),
+}
+
+impl From<Value> for Answer {
+    fn from(value: Value) -> Answer {
+        Answer::Value(value)
+    }
+}
+
+impl Answer {
+    /// `value` written as JSON.
+    pub fn json<T: serde::Serialize>(value: &T) -> Result<Answer, ApiError> {
+        Ok(Answer::Json(serde_json::to_vec(value)?))
+    }
+}
+
 /// The future a method returns.
-pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Result<Answer, ApiError>> + Send + 'a>>;
 /// A method's handler: state, caller, method name, input JSON bytes.
 pub type Handler = for<'a> fn(&'a AppState, &'a Caller, &'a str, &'a [u8]) -> BoxFut<'a>;
 
@@ -90,7 +112,7 @@ fn run_call<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxF
         let Unique(mut input) = iam::parse(b)?;
         // A call's integers may come as integral floats (`961.0`), as JSON Schema allows.
         numbers::integral_floats_to_integers(&mut input);
-        objects::call_http(s, c, m, input).await
+        objects::call_http(s, c, m, input).await.map(Answer::from)
     })
 }
 
@@ -163,13 +185,13 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
 }
 
 fn run_read<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
-    Box::pin(objects::read(s, c, m, b))
+    Box::pin(async move { objects::read(s, c, m, b).await.map(Answer::from) })
 }
 
 macro_rules! handler {
     ($f:path) => {{
         fn h<'a>(s: &'a AppState, c: &'a Caller, _m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
-            Box::pin($f(s, c, b))
+            Box::pin(async move { $f(s, c, b).await.map(Into::<Answer>::into) })
         }
         h
     }};
@@ -776,7 +798,15 @@ pub async fn handle(
     };
     tracing::info!(method = %name, http = %verb, status = status.as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "api call");
     match result {
-        Ok(value) => Json(value).into_response(),
+        Ok(Answer::Value(value)) => Json(value).into_response(),
+        Ok(Answer::Json(bytes)) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
         Err(err) => {
             let too_large = err.code == Code::PayloadTooLarge;
             let mut response = err.into_response();
@@ -863,7 +893,7 @@ async fn dispatch(
     headers: &HeaderMap,
     query: Vec<(String, String)>,
     body: Body,
-) -> Result<Value, ApiError> {
+) -> Result<Answer, ApiError> {
     let method = state
         .methods
         .iter()

@@ -4,11 +4,12 @@
 //! the database in one read; the plan is the planner's, against exactly that export, so the
 //! browser and the CLI reproduce it offline.
 
+use super::api::Answer;
 use super::db::now_ms;
 use super::error::{ApiError, Code};
 use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope};
 use super::objects::{
-    self, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
+    self, fetch, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
     load_templates,
 };
 use super::{AppState, FaultAction};
@@ -102,7 +103,7 @@ fn validate(config: &RawValue) -> Result<Document, ApiError> {
 }
 
 /// `fleet.export`.
-pub async fn export(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn export(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Answer, ApiError> {
     let input: TenantInput = parse(input)?;
     check_admin(state, caller, "fleet.export", &input.tenant_id).await?;
     let mut tx = state.db.read_tx().await?;
@@ -116,11 +117,11 @@ pub async fn export(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
     )
     .await?;
     tx.commit().await?;
-    Ok(serde_json::to_value(export)?)
+    Answer::json(&export)
 }
 
 /// `fleet.plan`: a read; changes nothing.
-pub async fn plan(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn plan(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Answer, ApiError> {
     let input: PlanInput = parse(input)?;
     check_admin(state, caller, "fleet.plan", &input.tenant_id).await?;
     let document = validate(&input.config)?;
@@ -136,7 +137,7 @@ pub async fn plan(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
     .await?;
     tx.commit().await?;
     let plan = planner::plan(&document, &export, PlanOptions { prune: input.prune });
-    Ok(serde_json::to_value(plan)?)
+    Answer::json(&plan)
 }
 
 /// `fleet.apply` over HTTP.
@@ -409,17 +410,23 @@ pub async fn build_export(
     caller: &str,
     scope: TenantScope<'_>,
 ) -> Result<Export, ApiError> {
-    let names: HashMap<(String, String), String> =
-        sqlx::query("SELECT kind, object_id, name FROM fleet_names WHERE tenant_id = $1")
-            .bind(tenant)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|r| Ok(((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?)))
-            .collect::<Result<_, sqlx::Error>>()?;
+    // Plan names by kind, then object id.
+    let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
+    let rows: Vec<(String, String, String)> = fetch(
+        &mut *conn,
+        "kind, object_id, name",
+        "fleet_names WHERE tenant_id = $1",
+        "kind, object_id",
+        &[tenant],
+    )
+    .await?;
+    for (kind, id, name) in rows {
+        names.entry(kind).or_default().insert(id, name);
+    }
     let name_of = |kind: Kind, id: &str| {
         names
-            .get(&(kind.as_str().to_string(), id.to_string()))
+            .get(kind.as_str())
+            .and_then(|by_id| by_id.get(id))
             .cloned()
             .unwrap_or_else(|| id.to_string())
     };
@@ -667,12 +674,8 @@ async fn load_tenants(
 ) -> Result<Vec<String>, ApiError> {
     let named: BTreeSet<&str> = match scope {
         TenantScope::All => {
-            return Ok(sqlx::query("SELECT id FROM tenants ORDER BY id")
-                .fetch_all(&mut *conn)
-                .await?
-                .iter()
-                .map(|r| r.try_get::<String, _>(0))
-                .collect::<Result<Vec<_>, _>>()?);
+            let rows: Vec<(String,)> = fetch(&mut *conn, "id", "tenants", "id", &[]).await?;
+            return Ok(rows.into_iter().map(|(id,)| id).collect());
         }
         TenantScope::NamedBy(document) => document
             .pools
@@ -687,17 +690,9 @@ async fn load_tenants(
     // Bounded placeholder lists: SQLite and PostgreSQL both cap the parameters of a query.
     for chunk in named.chunks(500) {
         let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "SELECT id FROM tenants WHERE id IN ({}) ORDER BY id",
-            placeholders.join(",")
-        );
-        let mut query = sqlx::query(&sql);
-        for id in chunk {
-            query = query.bind(*id);
-        }
-        for row in query.fetch_all(&mut *conn).await? {
-            tenants.push(row.try_get::<String, _>(0)?);
-        }
+        let from = format!("tenants WHERE id IN ({})", placeholders.join(","));
+        let rows: Vec<(String,)> = fetch(&mut *conn, "id", &from, "id", chunk).await?;
+        tenants.extend(rows.into_iter().map(|(id,)| id));
     }
     Ok(tenants)
 }
