@@ -716,3 +716,61 @@ async fn deployments_without_a_module_block_its_kinds(db: Db) {
         .await;
 }
 both!(modules_block, deployments_without_a_module_block_its_kinds);
+
+/// Text with quotes, backslashes, control characters and non-ASCII survives the database and
+/// the loaders, which have the database write the rows as one JSON array; an absent optional
+/// field (a NULL column) stays absent. The export is answered as JSON written from its type.
+async fn text_survives_the_database(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let odd = "eu \"central\" \\ tab\t line\n \u{0001} ünïcødé ✓ 🚀 </script>";
+    let mut doc = seed_document();
+    doc["sites"][0]["region"] = json!(odd);
+    doc["providerAccounts"][0]["config"]["location"] = json!(odd);
+    doc["sandboxTemplates"][0]["imageId"] = json!(odd);
+    doc["sandboxTemplates"][0]["env"]["GREETING"] = json!(odd);
+    let plan = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "planHash": plan["planHash"] }),
+        )
+        .await;
+
+    let response = reqwest::Client::new()
+        .post(fleet.server.url("/api/fleet.export"))
+        .bearer_auth(&fleet.key)
+        .json(&json!({ "tenantId": "root" }))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/json",
+        "{:?}",
+        response.headers()
+    );
+    let export: Value = response.json().await.expect("JSON");
+    let config = &export["config"];
+    assert_eq!(config["sites"][0]["region"], odd);
+    assert_eq!(config["providerAccounts"][0]["config"]["location"], odd);
+    assert_eq!(config["sandboxTemplates"][0]["imageId"], odd);
+    assert_eq!(config["sandboxTemplates"][0]["env"]["GREETING"], odd);
+    let burst = config["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "burst")
+        .expect("the pool burst");
+    assert!(burst.get("gpuModel").is_none(), "{burst}");
+    assert!(burst.get("policy").is_none(), "{burst}");
+
+    let again = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    assert!(calls(&again).is_empty(), "{again}");
+}
+
+both!(odd_text, text_survives_the_database);
