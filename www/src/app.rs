@@ -1,8 +1,9 @@
 //! The page: the sign-in form until a key is accepted, then the header (tenant, sign out)
 //! and the two views, Drift and Plan.
 
-use crate::api::ApiError;
+use crate::api::{ApiError, Tenant};
 use crate::drift::DriftView;
+use crate::markup::Markup;
 use crate::plan::PlanView;
 use crate::signin::{Refusal, SignIn};
 use crate::state::Console;
@@ -99,39 +100,48 @@ pub fn App() -> impl IntoView {
 #[component]
 fn SessionBar() -> impl IntoView {
     let console = expect_context::<Console>();
+    // The options as HTML (one element instead of a Leptos view per option).
     let options = move || {
         let current = console.tenant.get();
-        let mut ids: Vec<String> = console.tenants.with(|t| {
-            t.value
-                .as_ref()
-                .map(|list| list.iter().map(|t| t.id.clone()).collect())
-                .unwrap_or_default()
-        });
-        if !ids.contains(&current) {
-            ids.insert(0, current.clone());
-        }
-        ids.into_iter()
-            .map(|id| {
-                let selected = id == current;
-                view! { <option value=id.clone() selected=selected>{id.clone()}</option> }
-            })
-            .collect_view()
+        console
+            .tenants
+            .with(|t| tenant_options_html(&current, t.value.as_deref().unwrap_or_default()))
     };
     view! {
         <div class="session">
             <label class="inline" for="tenant">"Tenant"</label>
             <select
                 id="tenant"
+                inner_html=options
                 prop:value=move || console.tenant.get()
                 on:change=move |ev| console.choose_tenant(event_target_value(&ev))
-            >
-                {options}
-            </select>
+            ></select>
             <button id="sign-out" type="button" class="secondary" on:click=move |_| console.sign_out()>
                 "Sign out"
             </button>
         </div>
     }
+}
+
+/// The tenant picker's options: the listed tenants, `current` selected (and first when the
+/// list does not have it, as before the list arrives).
+fn tenant_options_html(current: &str, tenants: &[Tenant]) -> String {
+    let mut m = Markup::default();
+    let mut option = |id: &str| {
+        if id == current {
+            m.open("option", &[("value", id), ("selected", "")]);
+        } else {
+            m.open("option", &[("value", id)]);
+        }
+        m.text(id).close("option");
+    };
+    if !tenants.iter().any(|t| t.id == current) {
+        option(current);
+    }
+    for tenant in tenants {
+        option(&tenant.id);
+    }
+    m.finish()
 }
 
 /// The tabs, in order: the tab, its button's id, its panel's id, its label.
