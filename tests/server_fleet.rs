@@ -774,3 +774,56 @@ async fn text_survives_the_database(db: Db) {
 }
 
 both!(odd_text, text_survives_the_database);
+
+/// An apply of more calls than one audit INSERT holds: every call has its row, naming the
+/// object the call made. (Rows made in the same millisecond have no order among them: ids
+/// are time-ordered to the millisecond.)
+async fn long_applies_audit_every_call(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let sites: Vec<Value> = (0..250)
+        .map(|i| json!({ "name": format!("s{i:03}"), "kind": "shared", "region": "eu" }))
+        .collect();
+    let doc = json!({ "version": 1, "sites": sites });
+    let plan = fleet
+        .ok("fleet.plan", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    assert_eq!(calls(&plan).len(), 250);
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "planHash": plan["planHash"] }),
+        )
+        .await;
+    let audit = fleet
+        .ok(
+            "audit.list",
+            json!({ "tenantId": "root", "method": "site.create", "limit": 1000 }),
+        )
+        .await;
+    let rows = audit["items"].as_array().unwrap();
+    assert_eq!(rows.len(), 250);
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let id_of = |name: &str| {
+        export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["kind"] == "site" && o["name"] == name)
+            .map(|o| o["id"].clone())
+            .expect("an exported site")
+    };
+    for call in calls(&plan) {
+        let row = rows
+            .iter()
+            .find(|r| r["details"]["input"] == call["input"])
+            .unwrap_or_else(|| panic!("no audit row for {call}"));
+        assert_eq!(row["details"]["via"], "fleet.apply");
+        let key = call["input"]["idempotencyKey"].as_str().unwrap();
+        let name = key.rsplit(':').next().unwrap();
+        assert_eq!(row["objectId"], id_of(name), "{row}");
+    }
+}
+
+both!(long_apply_audit, long_applies_audit_every_call);

@@ -7,7 +7,9 @@
 use super::api::Answer;
 use super::db::now_ms;
 use super::error::{ApiError, Code};
-use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope};
+use super::iam::{
+    AuditBatch, Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope,
+};
 use super::objects::{
     self, fetch, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
     load_templates,
@@ -302,10 +304,12 @@ pub async fn apply(
         drop(tx);
         return Err(refuse_call(state, caller, tenant, &plan.calls, refused).await);
     }
+    let mut known = objects::KnownTenants::default();
+    let mut audits = AuditBatch::new(caller);
     for (index, call) in plan.calls.iter().enumerate() {
         let outcome = match state.fault.before_call(index, call) {
             Some(FaultAction::Replace(call)) => {
-                objects::execute(&mut tx, caller, state.modules, &call).await
+                objects::execute_with(&mut tx, caller, state.modules, &call, &mut known).await
             }
             Some(FaultAction::DbError) => {
                 let failed = sqlx::query("SELECT injected_fault FROM no_such_table")
@@ -314,7 +318,7 @@ pub async fn apply(
                     .err();
                 Err(failed.map_or_else(|| ApiError::internal(&"injected fault"), ApiError::from))
             }
-            None => objects::execute(&mut tx, caller, state.modules, call).await,
+            None => objects::execute_with(&mut tx, caller, state.modules, call, &mut known).await,
         };
         let outcome = outcome.map_err(|mut err| {
             if let Value::Object(d) = &mut err.details {
@@ -330,17 +334,16 @@ pub async fn apply(
             .get("input")
             .cloned()
             .unwrap_or(Value::Null);
-        audit(
-            &mut tx,
-            caller,
+        audits.push(
             call.tenant_id(),
             call.method(),
             "ok",
             outcome.object_id.as_deref(),
             json!({ "input": input, "via": "fleet.apply" }),
-        )
-        .await?;
+        );
     }
+    // In the same transaction: the rows land with the calls or not at all.
+    audits.write(&mut tx).await?;
     let document_json = serde_json::to_string(document)?;
     sqlx::query(
         "INSERT INTO fleet_applied (tenant_id, document, prune, plan_hash, applied_by, applied_at, checked_at, drift) \

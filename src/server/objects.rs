@@ -103,11 +103,30 @@ pub async fn execute(
     modules: Modules,
     call: &Call,
 ) -> Result<Outcome, ApiError> {
+    execute_with(tx, caller, modules, call, &mut KnownTenants::default()).await
+}
+
+/// Tenants found to exist inside one transaction. Tenants are never deleted, so the calls of
+/// one apply look their tenant up once, not once per call.
+#[derive(Default)]
+pub struct KnownTenants(Vec<String>);
+
+/// [`execute`], with the tenants already found in this transaction.
+pub async fn execute_with(
+    tx: &mut Tx,
+    caller: &Caller,
+    modules: Modules,
+    call: &Call,
+    known: &mut KnownTenants,
+) -> Result<Outcome, ApiError> {
     served(call.method(), modules)?;
     let tenant = call.tenant_id();
     check_name("tenantId", tenant)?;
-    if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
-        return Err(ApiError::not_found("tenant", tenant));
+    if !known.0.iter().any(|t| t == tenant) {
+        if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
+            return Err(ApiError::not_found("tenant", tenant));
+        }
+        known.0.push(tenant.to_owned());
     }
     let id = match call {
         Call::ProviderAccountCreate(i) => provider_account_create(tx, caller, i).await?,
