@@ -776,9 +776,9 @@ async fn text_survives_the_database(db: Db) {
 both!(odd_text, text_survives_the_database);
 
 /// An apply of more calls than one audit INSERT holds: every call has its row, naming the
-/// object the call made. (Rows made in the same millisecond have no order among them: ids
-/// are time-ordered to the millisecond.)
-async fn long_applies_audit_every_call(db: Db) {
+/// object the call made, and the rows list in call order (ids sort strictly by creation
+/// within a process, even within one millisecond).
+async fn long_applies_audit_every_call_in_order(db: Db) {
     let fleet = fleet_with_acme(db, &[]).await;
     let sites: Vec<Value> = (0..250)
         .map(|i| json!({ "name": format!("s{i:03}"), "kind": "shared", "region": "eu" }))
@@ -800,7 +800,9 @@ async fn long_applies_audit_every_call(db: Db) {
             json!({ "tenantId": "root", "method": "site.create", "limit": 1000 }),
         )
         .await;
-    let rows = audit["items"].as_array().unwrap();
+    // Newest first: reversed, the rows follow the calls.
+    let mut rows: Vec<&Value> = audit["items"].as_array().unwrap().iter().collect();
+    rows.reverse();
     assert_eq!(rows.len(), 250);
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
@@ -814,16 +816,13 @@ async fn long_applies_audit_every_call(db: Db) {
             .map(|o| o["id"].clone())
             .expect("an exported site")
     };
-    for call in calls(&plan) {
-        let row = rows
-            .iter()
-            .find(|r| r["details"]["input"] == call["input"])
-            .unwrap_or_else(|| panic!("no audit row for {call}"));
+    for (row, call) in rows.iter().zip(calls(&plan)) {
         assert_eq!(row["details"]["via"], "fleet.apply");
+        assert_eq!(row["details"]["input"], call["input"], "{row}");
         let key = call["input"]["idempotencyKey"].as_str().unwrap();
         let name = key.rsplit(':').next().unwrap();
         assert_eq!(row["objectId"], id_of(name), "{row}");
     }
 }
 
-both!(long_apply_audit, long_applies_audit_every_call);
+both!(long_apply_audit, long_applies_audit_every_call_in_order);
