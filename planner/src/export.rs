@@ -86,15 +86,20 @@ impl Export {
     }
 }
 
-/// `bytes` as text, or serde_json's own error for them (with its line and column).
+/// `bytes` as text, or the error serde_json gives for them, in its words and at its place
+/// (written here: asking serde_json would put a second JSON reader in the console's wasm).
 pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, serde_json::Error> {
     std::str::from_utf8(bytes).map_err(|err| {
-        match serde_json::from_slice::<serde_json::Value>(bytes) {
-            Err(json) => json,
-            // Not reached: serde_json refuses invalid UTF-8 in the strings it reads (`Value`
-            // reads them all), and other bytes are syntax errors. Kept total all the same.
-            Ok(_) => serde::de::Error::custom(err),
-        }
+        let before = &bytes[..err.valid_up_to()];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = before.len() - start + 1;
+        serde::de::Error::custom(format_args!(
+            "invalid unicode code point at line {line} column {column}"
+        ))
     })
 }
 

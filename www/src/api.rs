@@ -121,7 +121,7 @@ async fn send(key: &str, method: &str, body: String) -> Result<Value, ApiError> 
     let (status, status_text, text) = post(key, method, &body)
         .await
         .map_err(|e| ApiError::local("NETWORK", format!("the server did not answer: {e}")))?;
-    let answer = serde_json::from_slice::<Value>(text.as_bytes());
+    let answer = serde_json::from_str::<Value>(&text);
     if (200..300).contains(&status) {
         return answer.map_err(|e| {
             ApiError::local("BAD_ANSWER", format!("unexpected answer to {method}: {e}"))

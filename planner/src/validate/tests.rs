@@ -139,6 +139,20 @@ fn invalid_utf8_is_a_syntax_error_with_its_place() {
         .to_string();
     assert_eq!(export, slice);
     assert_eq!(export, "invalid unicode code point at line 1 column 19");
+    // Where serde_json reads the bad bytes in a string, the place is its own, byte for byte.
+    let cases: [&[u8]; 4] = [
+        b"\"\xff\"",
+        b"{\"k\": \"\xc3\xa9\xff\"}",
+        b"[\n\"ok\",\n  \"x\xe2\x82\"]",
+        b"{\"a\": [1, 2],\r\n \"b\": \"\xed\xa0\x80\"}",
+    ];
+    for bytes in cases {
+        let ours = crate::export::utf8(bytes).unwrap_err().to_string();
+        let theirs = serde_json::from_slice::<serde_json::Value>(bytes)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(ours, theirs, "{bytes:?}");
+    }
 }
 
 #[test]
