@@ -239,18 +239,20 @@ pub async fn apply(
     expected: Option<&str>,
 ) -> Result<Value, ApiError> {
     let options = PlanOptions { prune };
-    // Outside any transaction: plan, and decide every call.
-    let mut conn = state.db.pool.acquire().await?;
-    require_tenant(&mut conn, tenant).await?;
+    // Before the lock: plan, and decide every call. The export is read in one snapshot: read
+    // statement by statement, another apply committing in between would show half its fleet
+    // (a template whose pool is not there yet) and block this plan for nothing.
+    let mut read = state.db.read_tx().await?;
+    require_tenant(&mut read, tenant).await?;
     let export = build_export(
-        &mut conn,
+        &mut read,
         state.modules,
         tenant,
         &caller.principal_id,
         TenantScope::NamedBy(document),
     )
     .await?;
-    drop(conn);
+    read.commit().await?;
     let first = planner::plan(document, &export, options);
     if first.is_blocked() {
         return Err(blocked(&first));
