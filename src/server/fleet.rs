@@ -306,12 +306,12 @@ pub async fn apply(
         drop(tx);
         return Err(refuse_call(state, caller, tenant, &plan.calls, refused).await);
     }
-    let mut known = objects::KnownTenants::default();
+    let mut batch = objects::Batch::default();
     let mut audits = AuditBatch::new(caller);
     for (index, call) in plan.calls.iter().enumerate() {
         let outcome = match state.fault.before_call(index, call) {
             Some(FaultAction::Replace(call)) => {
-                objects::execute_with(&mut tx, caller, state.modules, &call, &mut known).await
+                objects::execute_in(&mut tx, caller, state.modules, &call, &mut batch).await
             }
             Some(FaultAction::DbError) => {
                 let failed = sqlx::query("SELECT injected_fault FROM no_such_table")
@@ -320,7 +320,7 @@ pub async fn apply(
                     .err();
                 Err(failed.map_or_else(|| ApiError::internal(&"injected fault"), ApiError::from))
             }
-            None => objects::execute_with(&mut tx, caller, state.modules, call, &mut known).await,
+            None => objects::execute_in(&mut tx, caller, state.modules, call, &mut batch).await,
         };
         let outcome = outcome.map_err(|mut err| {
             if let Value::Object(d) = &mut err.details {

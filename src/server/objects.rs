@@ -96,37 +96,55 @@ pub async fn call_http(
 }
 
 /// Runs one call inside `tx`, as `caller`, whose permission was decided before. Validates
-/// the input, checks `ifRevision`, bumps revisions.
+/// the input, checks `ifRevision`, bumps revisions. The outcome's value is the call's answer.
 pub async fn execute(
     tx: &mut Tx,
     caller: &Caller,
     modules: Modules,
     call: &Call,
 ) -> Result<Outcome, ApiError> {
-    execute_with(tx, caller, modules, call, &mut KnownTenants::default()).await
+    run(tx, caller, modules, call, None).await
 }
 
-/// Tenants found to exist inside one transaction. Tenants are never deleted, so the calls of
-/// one apply look their tenant up once, not once per call.
+/// Calls run together in one transaction (`fleet.apply`'s): the tenants found so far, since
+/// tenants are never deleted and one lookup serves every call; and no answers, since the apply
+/// answers with its plan, and reading each object back costs one to three queries a call.
 #[derive(Default)]
-pub struct KnownTenants(Vec<String>);
+pub struct Batch {
+    tenants: Vec<String>,
+}
 
-/// [`execute`], with the tenants already found in this transaction.
-pub async fn execute_with(
+/// [`execute`] as one call of `batch`: the outcome's value is null.
+pub async fn execute_in(
     tx: &mut Tx,
     caller: &Caller,
     modules: Modules,
     call: &Call,
-    known: &mut KnownTenants,
+    batch: &mut Batch,
+) -> Result<Outcome, ApiError> {
+    run(tx, caller, modules, call, Some(batch)).await
+}
+
+async fn run(
+    tx: &mut Tx,
+    caller: &Caller,
+    modules: Modules,
+    call: &Call,
+    mut batch: Option<&mut Batch>,
 ) -> Result<Outcome, ApiError> {
     served(call.method(), modules)?;
     let tenant = call.tenant_id();
     check_name("tenantId", tenant)?;
-    if !known.0.iter().any(|t| t == tenant) {
+    let known = batch
+        .as_deref()
+        .is_some_and(|b| b.tenants.iter().any(|t| t == tenant));
+    if !known {
         if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
             return Err(ApiError::not_found("tenant", tenant));
         }
-        known.0.push(tenant.to_owned());
+        if let Some(batch) = batch.as_deref_mut() {
+            batch.tenants.push(tenant.to_owned());
+        }
     }
     let id = match call {
         Call::ProviderAccountCreate(i) => provider_account_create(tx, caller, i).await?,
@@ -406,7 +424,10 @@ pub async fn execute_with(
             });
         }
     };
-    let value = object_json(tx, call, &id).await?;
+    let value = match batch {
+        Some(_) => Value::Null,
+        None => object_json(tx, call, &id).await?,
+    };
     Ok(Outcome {
         value,
         object_id: Some(id),
