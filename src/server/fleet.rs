@@ -5,13 +5,13 @@
 //! browser and the CLI reproduce it offline.
 
 use super::api::Answer;
-use super::db::now_ms;
+use super::db::{fetch, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{
     AuditBatch, Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope,
 };
 use super::objects::{
-    self, fetch, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
+    self, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
     load_templates,
 };
 use super::{AppState, FaultAction};

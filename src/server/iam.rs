@@ -129,21 +129,9 @@ pub async fn audit(
     object_id: Option<&str>,
     details: Value,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO audit (id, tenant_id, principal_id, method, outcome, object_id, details, at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(new_id("aud"))
-    .bind(tenant_id)
-    .bind(&caller.principal_id)
-    .bind(method)
-    .bind(outcome)
-    .bind(object_id)
-    .bind(details.to_string())
-    .bind(now_ms())
-    .execute(conn)
-    .await?;
-    Ok(())
+    let mut row = AuditBatch::new(caller);
+    row.push(tenant_id, method, outcome, object_id, details);
+    row.write(conn).await
 }
 
 /// Audit rows of one caller, written together by [`AuditBatch::write`]: one INSERT per
@@ -158,7 +146,7 @@ struct AuditRow {
     id: String,
     tenant_id: String,
     method: String,
-    outcome: &'static str,
+    outcome: String,
     object_id: Option<String>,
     details: String,
     at: i64,
@@ -181,7 +169,7 @@ impl<'c> AuditBatch<'c> {
         &mut self,
         tenant_id: &str,
         method: &str,
-        outcome: &'static str,
+        outcome: &str,
         object_id: Option<&str>,
         details: Value,
     ) {
@@ -189,7 +177,7 @@ impl<'c> AuditBatch<'c> {
             id: new_id("aud"),
             tenant_id: tenant_id.to_owned(),
             method: method.to_owned(),
-            outcome,
+            outcome: outcome.to_owned(),
             object_id: object_id.map(str::to_owned),
             details: details.to_string(),
             at: now_ms(),
@@ -201,18 +189,8 @@ impl<'c> AuditBatch<'c> {
         for chunk in self.rows.chunks(Self::ROWS) {
             let values: Vec<String> = (0..chunk.len())
                 .map(|r| {
-                    let n = r * 8;
-                    format!(
-                        "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                        n + 1,
-                        n + 2,
-                        n + 3,
-                        n + 4,
-                        n + 5,
-                        n + 6,
-                        n + 7,
-                        n + 8
-                    )
+                    let row: Vec<String> = (1..=8).map(|c| format!("${}", r * 8 + c)).collect();
+                    format!("({})", row.join(", "))
                 })
                 .collect();
             let sql = format!(
@@ -226,7 +204,7 @@ impl<'c> AuditBatch<'c> {
                     .bind(&row.tenant_id)
                     .bind(&self.caller.principal_id)
                     .bind(&row.method)
-                    .bind(row.outcome)
+                    .bind(&row.outcome)
                     .bind(&row.object_id)
                     .bind(&row.details)
                     .bind(row.at);

@@ -6,7 +6,7 @@
 //! [`planner::calls`] types, so a call made by hand is exactly the call an apply makes.
 
 use super::AppState;
-use super::db::{Modules, Tx, new_id, now_ms};
+use super::db::{Modules, Tx, fetch, new_id, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{Caller, audit, check_name, parse, parse_value};
 use planner::calls::*;
@@ -1062,34 +1062,6 @@ pub struct TemplateRow {
     pub warm: Option<Warm>,
     /// Revision.
     pub revision: i64,
-}
-
-/// The rows of `SELECT {columns} FROM {from} ORDER BY {order}`, as tuples of the columns.
-///
-/// The database writes the rows as one JSON array (one array per row) and answers it as one
-/// value: an export reads tens of thousands of rows, and row by row the drivers spend more on
-/// each row (a hand-off between threads with SQLite, a conversion to `AnyRow`) than the
-/// database does. Both databases write TEXT as strings, BIGINT as numbers and NULL as null.
-pub(crate) async fn fetch<T: serde::de::DeserializeOwned>(
-    conn: &mut AnyConnection,
-    columns: &str,
-    from: &str,
-    order: &str,
-    args: &[&str],
-) -> Result<Vec<T>, ApiError> {
-    let sql = if conn.backend_name() == "PostgreSQL" {
-        format!(
-            "SELECT COALESCE(json_agg(json_build_array({columns}) ORDER BY {order}), '[]')::text FROM {from}"
-        )
-    } else {
-        format!("SELECT json_group_array(json_array({columns}) ORDER BY {order}) FROM {from}")
-    };
-    let mut q = sqlx::query_scalar::<_, String>(&sql);
-    for a in args {
-        q = q.bind(*a);
-    }
-    let rows = q.fetch_one(conn).await?;
-    Ok(serde_json::from_str(&rows)?)
 }
 
 fn u32_of(v: i64) -> u32 {

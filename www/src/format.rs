@@ -72,50 +72,11 @@ pub fn value(value: Option<&Value>) -> String {
     }
 }
 
-/// `value` as `serde_json::to_string_pretty` writes it (two-space indent), on the compact
-/// writer already in the .wasm instead of a second, pretty, instance of serde's JSON writer.
+/// `value` as `serde_json::to_string_pretty` writes it (two-space indent): its compact text
+/// (the writer already in the .wasm) indented by [`pretty_text`], instead of a second,
+/// pretty, instance of serde's JSON writer.
 pub fn pretty(value: &Value) -> String {
-    let mut out = String::new();
-    write_pretty(&mut out, value, 0);
-    out
-}
-
-fn write_pretty(out: &mut String, value: &Value, depth: usize) {
-    let indent = |out: &mut String, depth: usize| {
-        out.push('\n');
-        for _ in 0..depth {
-            out.push_str("  ");
-        }
-    };
-    match value {
-        Value::Array(items) if !items.is_empty() => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                indent(out, depth + 1);
-                write_pretty(out, item, depth + 1);
-            }
-            indent(out, depth);
-            out.push(']');
-        }
-        Value::Object(map) if !map.is_empty() => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                indent(out, depth + 1);
-                out.push_str(&Value::from(key.as_str()).to_string());
-                out.push_str(": ");
-                write_pretty(out, item, depth + 1);
-            }
-            indent(out, depth);
-            out.push('}');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
+    pretty_text(&value.to_string())
 }
 
 /// Compact JSON text (no white space outside strings, as canonical JSON is) indented as
