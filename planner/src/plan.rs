@@ -47,12 +47,13 @@ pub struct Change {
     /// The fields that differ (updates only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<String>,
-    /// The differing fields' current values (updates only).
+    /// The differing fields' current values (updates only). Boxed, as are `after`'s: most
+    /// changes are `unchanged`, and a plan holds one change per item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub before: Option<serde_json::Map<String, serde_json::Value>>,
+    pub before: Option<Box<serde_json::Map<String, serde_json::Value>>>,
     /// The differing fields' values in the document (updates only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<serde_json::Map<String, serde_json::Value>>,
+    pub after: Option<Box<serde_json::Map<String, serde_json::Value>>>,
     /// Set when the change cannot be applied.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocked: bool,

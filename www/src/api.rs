@@ -229,8 +229,8 @@ impl From<&planner::Change> for Change {
             name: change.name.clone(),
             action,
             fields: change.fields.clone(),
-            before: change.before.clone(),
-            after: change.after.clone(),
+            before: change.before.as_deref().cloned(),
+            after: change.after.as_deref().cloned(),
             blocked: change.blocked,
             note: change.note.clone(),
         }

@@ -37,8 +37,8 @@ impl<'a> From<&'a Change> for ChangeRef<'a> {
             name: &c.name,
             action: &c.action,
             fields: &c.fields,
-            before: c.before.as_ref(),
-            after: c.after.as_ref(),
+            before: c.before.as_deref(),
+            after: c.after.as_deref(),
             blocked: c.blocked,
             note: c.note.as_deref(),
         }
@@ -57,8 +57,8 @@ impl<'a> From<&'a planner::Change> for ChangeRef<'a> {
                 planner::Action::Unchanged => "unchanged",
             },
             fields: &c.fields,
-            before: c.before.as_ref(),
-            after: c.after.as_ref(),
+            before: c.before.as_deref(),
+            after: c.after.as_deref(),
             blocked: c.blocked,
             note: c.note.as_deref(),
         }

@@ -199,6 +199,49 @@ impl Diff {
     }
 }
 
+/// The current items of one kind (the export's config) by plan name, and which of them a
+/// document item matched: those are not pruned.
+struct Current<'a, T> {
+    items: &'a [T],
+    by_name: HashMap<&'a str, usize>,
+    matched: Vec<bool>,
+}
+
+impl<'a, T> Current<'a, T> {
+    fn new(items: &'a Option<Vec<T>>, name: fn(&T) -> &str) -> Self {
+        let items = slice(items);
+        let mut by_name = capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            by_name.insert(name(item), i);
+        }
+        Current {
+            items,
+            by_name,
+            matched: vec![false; items.len()],
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// The current item named `name`, marked as matched.
+    fn matching(&mut self, name: &str) -> &'a T {
+        let i = self.by_name[name];
+        self.matched[i] = true;
+        &self.items[i]
+    }
+
+    /// The items no document item matched (asked once, after every match).
+    fn unmatched(&mut self) -> impl Iterator<Item = &'a T> + use<'a, T> {
+        let matched = std::mem::take(&mut self.matched);
+        self.items
+            .iter()
+            .zip(matched)
+            .filter_map(|(item, matched)| (!matched).then_some(item))
+    }
+}
+
 struct Planner<'a> {
     doc: &'a Document,
     ex: &'a Export,
@@ -211,10 +254,10 @@ struct Planner<'a> {
     entries: Vec<&'a ObjectRef>,
     by_id: HashMap<&'a str, &'a ObjectRef>,
     tenants: HashSet<&'a str>,
-    cur_sites: HashMap<&'a str, &'a Site>,
-    cur_accounts: HashMap<&'a str, &'a ProviderAccount>,
-    cur_pools: HashMap<&'a str, &'a Pool>,
-    cur_templates: HashMap<&'a str, &'a SandboxTemplate>,
+    cur_sites: Current<'a, Site>,
+    cur_accounts: Current<'a, ProviderAccount>,
+    cur_pools: Current<'a, Pool>,
+    cur_templates: Current<'a, SandboxTemplate>,
     /// Existing flavors by (pool id, name).
     cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor>,
     site_ids: HashMap<&'a str, Id<'a>>,
@@ -222,11 +265,10 @@ struct Planner<'a> {
     pool_ids: HashMap<&'a str, Id<'a>>,
     /// Flavor ids by (pool id, flavor name): the document's, the export's, offered pools'.
     flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
-    /// Export names matched by a document item, per kind: these are not pruned.
-    matched: HashSet<(Kind, &'a str)>,
-    /// Changes per kind (indexed by `Kind as usize`), each in the order it was made: mostly
-    /// sorted already, so the final order costs a check per kind instead of a full sort.
-    changes: [Vec<Change>; Kind::ALL.len()],
+    /// The changes, made kind after kind (`Kind` order), each kind's in the order they were
+    /// made: mostly sorted already, so the final order costs a check per kind instead of a
+    /// sort, and no change is moved again.
+    changes: Vec<Change>,
     calls: Vec<(u8, String, Call)>,
 }
 
@@ -279,22 +321,10 @@ impl<'a> Planner<'a> {
             entries,
             by_id,
             tenants: ex.tenants.iter().map(String::as_str).collect(),
-            cur_sites: slice(&config.sites)
-                .iter()
-                .map(|s| (s.name.as_str(), s))
-                .collect(),
-            cur_accounts: slice(&config.provider_accounts)
-                .iter()
-                .map(|a| (a.name.as_str(), a))
-                .collect(),
-            cur_pools: slice(&config.pools)
-                .iter()
-                .map(|p| (p.name.as_str(), p))
-                .collect(),
-            cur_templates: slice(&config.sandbox_templates)
-                .iter()
-                .map(|t| (t.name.as_str(), t))
-                .collect(),
+            cur_sites: Current::new(&config.sites, |s| &s.name),
+            cur_accounts: Current::new(&config.provider_accounts, |a| &a.name),
+            cur_pools: Current::new(&config.pools, |p| &p.name),
+            cur_templates: Current::new(&config.sandbox_templates, |t| &t.name),
             cur_flavors: capacity(slice(&config.flavors).len()),
             site_ids: capacity(2 * slice(&config.sites).len() + slice(&doc.sites).len()),
             account_ids: capacity(
@@ -302,8 +332,7 @@ impl<'a> Planner<'a> {
             ),
             pool_ids: capacity(2 * slice(&config.pools).len() + slice(&doc.pools).len()),
             flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
-            matched: HashSet::with_capacity_and_hasher(with_ids, Default::default()),
-            changes: per_kind.map(Vec::with_capacity),
+            changes: Vec::with_capacity(per_kind.iter().sum()),
             calls: Vec::new(),
         };
         planner.index_ids();
@@ -405,10 +434,10 @@ impl<'a> Planner<'a> {
     /// the id of an exported object of that kind.
     fn existing_name(&self, kind: Kind, name: &'a str) -> Option<&'a str> {
         let by_name = match kind {
-            Kind::Site => self.cur_sites.contains_key(name),
-            Kind::ProviderAccount => self.cur_accounts.contains_key(name),
-            Kind::Pool => self.cur_pools.contains_key(name),
-            Kind::SandboxTemplate => self.cur_templates.contains_key(name),
+            Kind::Site => self.cur_sites.contains(name),
+            Kind::ProviderAccount => self.cur_accounts.contains(name),
+            Kind::Pool => self.cur_pools.contains(name),
+            Kind::SandboxTemplate => self.cur_templates.contains(name),
             _ => false,
         };
         if by_name {
@@ -505,8 +534,8 @@ impl<'a> Planner<'a> {
                 );
             }
             change.fields = diff.fields;
-            change.before = Some(diff.before);
-            change.after = Some(diff.after);
+            change.before = Some(Box::new(diff.before));
+            change.after = Some(Box::new(diff.after));
         }
         if notes.is_empty() {
             if let Some((step, call)) = call {
@@ -516,7 +545,11 @@ impl<'a> Planner<'a> {
             change.blocked = true;
             change.note = Some(notes.join("; "));
         }
-        self.changes[kind as usize].push(change);
+        debug_assert!(
+            self.changes.last().is_none_or(|last| last.kind <= kind),
+            "changes are made kind after kind"
+        );
+        self.changes.push(change);
     }
 
     fn sites(&mut self) {
@@ -542,8 +575,7 @@ impl<'a> Planner<'a> {
                     );
                 }
                 Some(existing) => {
-                    self.matched.insert((Kind::Site, existing));
-                    let cur = self.cur_sites[existing];
+                    let cur = self.cur_sites.matching(existing);
                     let mut diff = Diff::default();
                     diff.fixed("kind", &cur.kind, &s.kind);
                     diff.fixed("region", &cur.region, &s.region);
@@ -552,19 +584,17 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune {
-            for cur in slice(&self.ex.config.sites) {
-                if !self.matched.contains(&(Kind::Site, cur.name.as_str())) {
-                    let note = "sites are never deleted".to_owned();
-                    self.record(
-                        Kind::Site,
-                        cur.name.clone(),
-                        Action::Delete,
-                        None,
-                        vec![note],
-                        Some(PRUNE_REASON),
-                        None,
-                    );
-                }
+            for cur in self.cur_sites.unmatched() {
+                let note = "sites are never deleted".to_owned();
+                self.record(
+                    Kind::Site,
+                    cur.name.clone(),
+                    Action::Delete,
+                    None,
+                    vec![note],
+                    Some(PRUNE_REASON),
+                    None,
+                );
             }
         }
     }
@@ -636,8 +666,7 @@ impl<'a> Planner<'a> {
                         );
                     }
                     Some(existing) => {
-                        self.matched.insert((Kind::ProviderAccount, existing));
-                        let cur = self.cur_accounts[existing];
+                        let cur = self.cur_accounts.matching(existing);
                         let mut diff = Diff::default();
                         diff.fixed("provider", &cur.provider, &a.provider);
                         diff.field("config", &cur.config, &a.config);
@@ -673,13 +702,7 @@ impl<'a> Planner<'a> {
                 let id = self.account_ids.get(p.provider_account.as_deref()?)?;
                 Some((id.clone(), p.name.as_str()))
             }));
-            for cur in slice(&self.ex.config.provider_accounts) {
-                if self
-                    .matched
-                    .contains(&(Kind::ProviderAccount, cur.name.as_str()))
-                {
-                    continue;
-                }
+            for cur in self.cur_accounts.unmatched() {
                 let id = self.existing_id(Kind::ProviderAccount, &cur.name);
                 let note = users
                     .get(&*id)
@@ -694,12 +717,26 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Pools, then their owner quota entries, then their offers: changes are made kind after
+    /// kind.
     fn pools(&mut self) {
-        if let Some(pools) = &self.doc.pools {
-            for p in pools {
-                self.pool(p);
+        let doc = self.doc;
+        let pools = slice(&doc.pools);
+        let planned: Vec<_> = pools.iter().map(|p| self.pool(p)).collect();
+        self.prune_pools();
+        for (p, (pool_id, cur)) in pools.iter().zip(&planned) {
+            if let Some(quota) = &p.owner_quota {
+                self.owner_quota(p, quota, pool_id, *cur);
             }
         }
+        for (p, (pool_id, cur)) in pools.iter().zip(&planned) {
+            if let Some(offers) = &p.offers {
+                self.offers(p, offers, pool_id, *cur);
+            }
+        }
+    }
+
+    fn prune_pools(&mut self) {
         if !(self.prune && self.doc.pools.is_some()) {
             return;
         }
@@ -718,10 +755,7 @@ impl<'a> Planner<'a> {
             Some((id, PoolUser::Template(&t.name)))
         });
         let users = first_users(flavor_uses.chain(template_uses));
-        for cur in slice(&self.ex.config.pools) {
-            if self.matched.contains(&(Kind::Pool, cur.name.as_str())) {
-                continue;
-            }
+        for cur in self.cur_pools.unmatched() {
             let id = self.existing_id(Kind::Pool, &cur.name);
             let note = users.get(&*id).map(PoolUser::note);
             self.prune_delete(
@@ -733,7 +767,9 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn pool(&mut self, p: &'a Pool) {
+    /// A pool's change; answers its id and, when it exists, its export name and current
+    /// value, for its owner quota and offers.
+    fn pool(&mut self, p: &'a Pool) -> (Id<'a>, Option<(&'a str, &'a Pool)>) {
         let mut notes = Vec::new();
         let site_id = self.site_ids.get(p.site.as_str()).cloned();
         if site_id.is_none() {
@@ -774,8 +810,7 @@ impl<'a> Planner<'a> {
                 None
             }
             Some(existing) => {
-                self.matched.insert((Kind::Pool, existing));
-                let cur = self.cur_pools[existing];
+                let cur = self.cur_pools.matching(existing);
                 let mut diff = Diff::default();
                 if !Self::same(&self.site_ids, &cur.site, &p.site) {
                     diff.fixed_differs("site", &cur.site, &p.site);
@@ -808,12 +843,7 @@ impl<'a> Planner<'a> {
                 Some((existing, cur))
             }
         };
-        if let Some(quota) = &p.owner_quota {
-            self.owner_quota(p, quota, &pool_id, cur);
-        }
-        if let Some(offers) = &p.offers {
-            self.offers(p, offers, &pool_id, cur);
-        }
+        (pool_id, cur)
     }
 
     fn owner_quota(
@@ -1093,8 +1123,7 @@ impl<'a> Planner<'a> {
                     );
                 }
                 Some(existing) => {
-                    self.matched.insert((Kind::SandboxTemplate, existing));
-                    let cur = self.cur_templates[existing];
+                    let cur = self.cur_templates.matching(existing);
                     let mut diff = Diff::default();
                     if !Self::same(&self.pool_ids, &cur.pool, &t.pool) {
                         diff.fixed_differs("pool", &cur.pool, &t.pool);
@@ -1150,13 +1179,7 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune && self.doc.sandbox_templates.is_some() {
-            for cur in slice(&self.ex.config.sandbox_templates) {
-                if self
-                    .matched
-                    .contains(&(Kind::SandboxTemplate, cur.name.as_str()))
-                {
-                    continue;
-                }
+            for cur in self.cur_templates.unmatched() {
                 self.prune_delete(
                     Kind::SandboxTemplate,
                     cur.name.clone(),
@@ -1168,38 +1191,18 @@ impl<'a> Planner<'a> {
     }
 
     fn finish(self) -> Plan {
-        let total = self.changes.iter().map(Vec::len).sum();
-        let mut changes: Vec<Change> = Vec::with_capacity(total);
-        for mut list in self.changes {
-            if list.is_sorted_by(|a, b| a.name <= b.name) {
-                changes.append(&mut list);
-                continue;
+        let mut changes = self.changes;
+        let mut start = 0;
+        while start < changes.len() {
+            let kind = changes[start].kind;
+            let len = changes[start..].partition_point(|c| c.kind == kind);
+            let list = &mut changes[start..start + len];
+            // Document items, then prune deletes: two sorted runs at most, which the stable
+            // sort merges.
+            if !list.is_sorted_by(|a, b| a.name <= b.name) {
+                list.sort_by(|a, b| a.name.cmp(&b.name));
             }
-            // Sort indices, not changes (a change is a few hundred bytes); the first 8 bytes of
-            // a name, read as one number, settle most comparisons without comparing strings.
-            let prefix = |name: &str| {
-                let mut word = [0u8; 8];
-                for (w, b) in word.iter_mut().zip(name.bytes()) {
-                    *w = b;
-                }
-                u64::from_be_bytes(word)
-            };
-            let mut order: Vec<(u64, usize)> = list
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (prefix(&c.name), i))
-                .collect();
-            // Stable sort: it merges the sorted runs (document items, then prune deletes).
-            order.sort_by(|a, b| {
-                a.0.cmp(&b.0)
-                    .then_with(|| list[a.1].name.cmp(&list[b.1].name))
-            });
-            let mut slots: Vec<Option<Change>> = list.into_iter().map(Some).collect();
-            changes.extend(
-                order
-                    .iter()
-                    .map(|&(_, i)| slots[i].take().expect("each change once")),
-            );
+            start += len;
         }
         let mut calls = self.calls;
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));

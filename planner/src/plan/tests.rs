@@ -269,11 +269,11 @@ fn updates_list_only_differing_fields() {
     let c = p.changes.iter().find(|c| c.kind == Kind::Flavor).unwrap();
     assert_eq!(c.fields, ["vcpu"]);
     assert_eq!(
-        serde_json::Value::Object(c.before.clone().unwrap()),
+        serde_json::Value::Object(*c.before.clone().unwrap()),
         serde_json::json!({"vcpu": 2})
     );
     assert_eq!(
-        serde_json::Value::Object(c.after.clone().unwrap()),
+        serde_json::Value::Object(*c.after.clone().unwrap()),
         serde_json::json!({"vcpu": 3})
     );
     let Call::FlavorUpdate(u) = &p.calls[0] else {
