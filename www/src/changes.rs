@@ -37,8 +37,8 @@ impl<'a> From<&'a Change> for ChangeRef<'a> {
             name: &c.name,
             action: &c.action,
             fields: &c.fields,
-            before: c.before.as_deref(),
-            after: c.after.as_deref(),
+            before: c.before.as_ref(),
+            after: c.after.as_ref(),
             blocked: c.blocked,
             note: c.note.as_deref(),
         }
