@@ -138,6 +138,22 @@ async fn objects_have_revisions_and_audit(db: Db) {
         .collect();
     assert_eq!(methods[0], "pool.archive");
     assert!(methods.contains(&"pool.update") && methods.contains(&"site.create"));
+    // A row has the shape docs/server.md gives it, its tenant included.
+    let row = audit["items"][0].as_object().unwrap();
+    let keys: Vec<&str> = row.keys().map(String::as_str).collect();
+    for key in [
+        "id",
+        "tenantId",
+        "principalId",
+        "method",
+        "outcome",
+        "objectId",
+        "details",
+        "at",
+    ] {
+        assert!(keys.contains(&key), "audit row without {key}: {row:?}");
+    }
+    assert_eq!(row["tenantId"], "root");
     // GET works for reads.
     let response = fleet
         .client()

@@ -881,6 +881,7 @@ pub async fn audit_list(
         let details: Option<String> = r.try_get(5)?;
         out.push(json!({
             "id": r.try_get::<String, _>(0)?,
+            "tenantId": input.tenant_id,
             "principalId": r.try_get::<Option<String>, _>(1)?,
             "method": r.try_get::<String, _>(2)?,
             "outcome": r.try_get::<String, _>(3)?,
