@@ -576,6 +576,14 @@ fn every_command_has_help_with_an_example() {
     let run = sandbox.run(&["fleet", "--help"], &[]);
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("BETTER_COMPUTE_TOKEN") && run.stdout.contains("Exit codes"));
+    // docs/cli.md: every command, the server and completions included.
+    for command in ["serve", "completions"] {
+        let run = sandbox.run(&[command, "--help"], &[]);
+        assert_eq!(run.code, 0, "{command}: {}", run.stderr);
+        let example = format!("  better-compute {command} ");
+        assert!(run.stdout.contains("Example"), "{command}:\n{}", run.stdout);
+        assert!(run.stdout.contains(&example), "{command}:\n{}", run.stdout);
+    }
 }
 
 #[test]

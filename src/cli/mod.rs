@@ -37,6 +37,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the server (HTTP API and web console).
+    #[command(after_help = "\
+Examples:
+  better-compute serve --console-dir dist --demo            # http://127.0.0.1:8080, data/fleet.db
+  better-compute serve --listen 127.0.0.1:9000 --database postgres://user@localhost/fleet
+  better-compute serve --config server.toml --admin-key-file admin.key
+
+On an empty database it creates the root tenant and an administrator, and prints the
+administrator's API key once (or writes it to --admin-key-file).")]
     Serve(crate::server::ServeArgs),
     /// Fleet as code: export, plan, apply, status, validate.
     Fleet(FleetArgs),
