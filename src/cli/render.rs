@@ -318,6 +318,15 @@ mod tests {
             change_line(&blocked, Style::default()).unwrap(),
             "! ~ pool vps-fra (site, policy) (blocked: site cannot change; create a new pool instead)"
         );
+        // An unchanged item can still be blocked (docs/cli.md: `! = ...`).
+        let unchanged = change(json!({
+            "kind": "pool", "name": "burst", "action": "unchanged",
+            "blocked": true, "note": "unknown provider account \"cloud\""
+        }));
+        assert_eq!(
+            change_line(&unchanged, Style::default()).unwrap(),
+            "! = pool burst (blocked: unknown provider account \"cloud\")"
+        );
         let coloured = change_line(&delete, Style { colour: true }).unwrap();
         assert_eq!(coloured, "\x1b[31m- flavor vps-fra/g1.small\x1b[0m");
     }
