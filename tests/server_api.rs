@@ -311,6 +311,36 @@ async fn error_envelopes(db: Db) {
         .fails("fleet.plan", json!({ "tenantId": "root" }), "INVALID_INPUT")
         .await;
     assert_eq!(missing.details["path"], "config");
+    // A repeated key is pointed at like a missing one: the key itself, not its object.
+    for (method, body, path) in [
+        (
+            "fleet.plan",
+            r#"{"tenantId":"root","tenantId":"acme","config":{"version":1}}"#,
+            "tenantId",
+        ),
+        (
+            "pool.offer",
+            r#"{"tenantId":"root","poolId":"pool_x","tenant":"acme","quota":{"vcpu":1,"vcpu":2}}"#,
+            "quota.vcpu",
+        ),
+        (
+            "pool.offer",
+            r#"{"tenantId":"root","poolId":"pool_x","tenant":"acme","quota":{"nvidia.com/gpu":1,"nvidia.com/gpu":2}}"#,
+            r#"quota["nvidia.com/gpu"]"#,
+        ),
+    ] {
+        let response = fleet
+            .client()
+            .post(fleet.server.url(&format!("/api/{method}")))
+            .bearer_auth(&fleet.key)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let repeated = answer(response).await.unwrap_err();
+        assert_eq!(repeated.code, "INVALID_INPUT", "{body}");
+        assert_eq!(repeated.details["path"], path, "{body}");
+    }
     let method = fleet.fails("pool.explode", json!({}), "NOT_FOUND").await;
     assert_eq!(method.status, 404);
     fleet

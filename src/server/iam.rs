@@ -395,18 +395,29 @@ fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiEr
     if path == "." {
         path.clear();
     }
-    // serde reports a missing field at its parent: point at the field itself.
-    if let Some(field) = message
-        .strip_prefix("missing field `")
+    // serde reports a missing or repeated key at its parent: point at the key itself.
+    if let Some(field) = ["missing field `", "duplicate field `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix))
         .and_then(|rest| rest.split('`').next())
     {
-        path = if path.is_empty() {
-            field.to_string()
-        } else {
-            format!("{path}.{field}")
-        };
+        path = child_path(&path, field);
     }
     ApiError::invalid(path, message)
+}
+
+/// `parent.key`, or `parent["key"]` for a key that is not plain (letters, digits, `_`, `-`),
+/// as the planner writes document paths.
+fn child_path(parent: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match (plain, parent.is_empty()) {
+        (true, true) => key.to_owned(),
+        (true, false) => format!("{parent}.{key}"),
+        (false, _) => format!("{parent}[{}]", Value::String(key.to_owned())),
+    }
 }
 
 /// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
