@@ -751,6 +751,16 @@ fn connection_errors_and_precedence() {
     );
     assert_eq!(run.code, 1);
 
+    // A tenant the server refuses is not the document's problem: no `FILE: path:` line.
+    d.write("good.json", &json!({ "version": 1 }));
+    let run = d.cli(&["fleet", "plan", "good.json", "--tenant", "Root!"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: INVALID_INPUT: \"Root!\" is not a valid name (1-63 of a-z 0-9 . _ -, starting \
+         with a letter or digit)\n"
+    );
+
     // A document the server refuses never gets that far: local validation lists it all.
     d.write("bad.json", &json!({ "version": 1, "pools": [{ "name": "p", "site": "fra", "class": "vps-host", "ownerQuota": { "gpu": -1 } }] }));
     let run = d.cli(&["fleet", "apply", "bad.json", "--tenant", "root", "--yes"]);

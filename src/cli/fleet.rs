@@ -399,23 +399,48 @@ fn problem_line(file: &Path, path: &str, message: &str) -> String {
     }
 }
 
-/// Prints the problems of a server's `INVALID_INPUT` (`details.problems`, else `details.path`).
+/// Prints the problems of a server's `INVALID_INPUT` (`details.problems`, else `details.path`)
+/// that are the document's. A problem of the request itself (`tenantId` from `--tenant`) is
+/// not the file's: the `error:` line alone says it.
 fn print_problems_from(err: &ApiError, file: &Path) {
     let problems = err.details.get("problems").and_then(Value::as_array);
-    match problems {
-        Some(problems) => {
-            for problem in problems {
-                let path = problem.get("path").and_then(Value::as_str).unwrap_or("");
-                let message = problem.get("message").and_then(Value::as_str).unwrap_or("");
-                eprintln!("{}", problem_line(file, path, message));
-            }
-        }
-        None => {
-            if let Some(path) = err.details.get("path").and_then(Value::as_str) {
-                eprintln!("{}", problem_line(file, path, &err.message));
-            }
+    let lines: Vec<(&str, &str)> = match problems {
+        Some(problems) => problems
+            .iter()
+            .map(|problem| {
+                (
+                    problem.get("path").and_then(Value::as_str).unwrap_or(""),
+                    problem.get("message").and_then(Value::as_str).unwrap_or(""),
+                )
+            })
+            .collect(),
+        None => err
+            .details
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|path| vec![(path, err.message.as_str())])
+            .unwrap_or_default(),
+    };
+    for (path, message) in lines {
+        if is_document_path(path) {
+            eprintln!("{}", problem_line(file, path, message));
         }
     }
+}
+
+/// Whether a problem's path is inside the document: its first step is one of the document's
+/// keys (the server's paths of the request's own fields, `tenantId`, `prune`, are not).
+fn is_document_path(path: &str) -> bool {
+    const KEYS: [&str; 6] = [
+        "version",
+        "sites",
+        "providerAccounts",
+        "pools",
+        "flavors",
+        "sandboxTemplates",
+    ];
+    let first = path.split(['.', '[']).next().unwrap_or("");
+    KEYS.contains(&first)
 }
 
 fn plan_on_server(
