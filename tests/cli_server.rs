@@ -751,6 +751,48 @@ fn connection_errors_and_precedence() {
     );
     assert_eq!(run.code, 1);
 
+    // The --plan-hash command that apply prints keeps --url and --config, so run verbatim it
+    // reaches the same server.
+    d.write(
+        "new-site.json",
+        &json!({ "version": 1, "sites": [{ "name": "waw", "kind": "shared", "region": "eu-central" }] }),
+    );
+    let review = d.cli_with(
+        &[
+            "fleet",
+            "apply",
+            "new-site.json",
+            "--tenant",
+            "root",
+            "--url",
+            &url,
+        ],
+        &[("BETTER_COMPUTE_TOKEN", &d.key)],
+    );
+    assert_eq!(review.code, 0, "{review:?}");
+    let command = review
+        .stdout
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("Nothing was applied. To apply this exact plan: "))
+        .unwrap_or_else(|| panic!("{}", review.stdout))
+        .to_owned();
+    let hash = plan_hash_of(&review.stdout);
+    assert_eq!(
+        command,
+        format!(
+            "better-compute fleet apply new-site.json --tenant root --url {url} --plan-hash {hash}"
+        )
+    );
+    let words: Vec<&str> = command.split(' ').skip(1).collect();
+    let applied = d.cli_with(&words, &[("BETTER_COMPUTE_TOKEN", &d.key)]);
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert!(
+        applied.stdout.ends_with("Applied 1 call.\n"),
+        "{}",
+        applied.stdout
+    );
+
     // A tenant the server refuses is not the document's problem: no `FILE: path:` line.
     d.write("good.json", &json!({ "version": 1 }));
     let run = d.cli(&["fleet", "plan", "good.json", "--tenant", "Root!"]);

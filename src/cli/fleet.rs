@@ -184,6 +184,9 @@ pub struct ApplyRequest {
     pub prune: bool,
     /// Review, `--yes` or `--plan-hash`.
     pub mode: ApplyMode,
+    /// The connection flags given on the command line (`--url`, `--config`), repeated in the
+    /// printed `--plan-hash` command so that it reaches the same server.
+    pub connection_args: Vec<String>,
 }
 
 /// The answer of `fleet.apply`.
@@ -217,8 +220,13 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         render::changes(&planned.changes, &planned.summary, style)
     );
     check_blocked(&planned)?;
+    let connection: String = request
+        .connection_args
+        .iter()
+        .map(|arg| format!(" {}", shell_word(arg)))
+        .collect();
     let later = format!(
-        "better-compute fleet apply {} --tenant {}{} --plan-hash {}",
+        "better-compute fleet apply {} --tenant {}{}{connection} --plan-hash {}",
         shell_word(&request.file.display().to_string()),
         shell_word(&request.tenant),
         if request.prune { " --prune" } else { "" },

@@ -231,6 +231,14 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
         url: args.url,
         config: args.config,
     };
+    // What `fleet apply` repeats in the command it prints, to reach the same server.
+    let mut connection_args = Vec::new();
+    if let Some(url) = &flags.url {
+        connection_args.extend(["--url".to_owned(), url.clone()]);
+    }
+    if let Some(config) = &flags.config {
+        connection_args.extend(["--config".to_owned(), config.display().to_string()]);
+    }
     let env = |name: &str| std::env::var(name).ok();
     let style = Style::detect(std::io::stdout().is_terminal(), env);
     let connect = || Client::new(Connection::resolve(&flags, env)?);
@@ -277,6 +285,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
                 tenant,
                 prune: document.prune,
                 mode,
+                connection_args,
             };
             fleet::apply(&connect()?, &request, style)
         }
