@@ -148,12 +148,12 @@ impl PartialOrd for PoolUser<'_> {
     }
 }
 
-/// The differing fields of an update, with their values as JSON.
+/// The differing fields of an update, with their values as JSON. Empty for most items, so it
+/// allocates nothing until a field differs (a `Map` would seed a hasher even when empty).
 #[derive(Default)]
 struct Diff {
-    fields: Vec<String>,
-    before: Map<String, Value>,
-    after: Map<String, Value>,
+    /// Each differing field with its current value and the document's.
+    fields: Vec<(&'static str, Value, Value)>,
     /// Differing fields that cannot change.
     fixed: Vec<&'static str>,
 }
@@ -172,9 +172,7 @@ impl Diff {
 
     fn differs<T: Serialize + ?Sized>(&mut self, name: &'static str, before: &T, after: &T) {
         let json = |v: &T| serde_json::to_value(v).expect("document values serialize");
-        self.fields.push(name.to_owned());
-        self.before.insert(name.to_owned(), json(before));
-        self.after.insert(name.to_owned(), json(after));
+        self.fields.push((name, json(before), json(after)));
     }
 
     /// A field that cannot change: a difference blocks the update.
@@ -533,9 +531,14 @@ impl<'a> Planner<'a> {
                     ),
                 );
             }
-            change.fields = diff.fields;
-            change.before = Some(Box::new(diff.before));
-            change.after = Some(Box::new(diff.after));
+            let (mut before, mut after) = (Map::new(), Map::new());
+            for (name, was, now) in diff.fields {
+                change.fields.push(name.to_owned());
+                before.insert(name.to_owned(), was);
+                after.insert(name.to_owned(), now);
+            }
+            change.before = Some(Box::new(before));
+            change.after = Some(Box::new(after));
         }
         if notes.is_empty() {
             if let Some((step, call)) = call {
@@ -780,7 +783,7 @@ impl<'a> Planner<'a> {
             if id.is_none() {
                 notes.push(format!("unknown provider account \"{a}\""));
             }
-            id.map_or_else(|| a.clone(), Cow::into_owned)
+            id.unwrap_or(Cow::Borrowed(a))
         });
         let existing = self.existing_name(Kind::Pool, &p.name);
         let pool_id = match self.pool_ids.get(p.name.as_str()) {
@@ -795,7 +798,7 @@ impl<'a> Planner<'a> {
                     site_id: site_id.map_or_else(|| p.site.clone(), Cow::into_owned),
                     class: p.class,
                     gpu_model: p.gpu_model.clone(),
-                    provider_account_id: account_id,
+                    provider_account_id: account_id.map(Cow::into_owned),
                     policy: p.policy.clone(),
                 });
                 self.record(
@@ -1197,8 +1200,8 @@ impl<'a> Planner<'a> {
             let kind = changes[start].kind;
             let len = changes[start..].partition_point(|c| c.kind == kind);
             let list = &mut changes[start..start + len];
-            // Document items, then prune deletes: two sorted runs at most, which the stable
-            // sort merges.
+            // Document items, then prune deletes: a few sorted runs (names in the order a
+            // person numbers them, `site-9` then `site-10`), which the stable sort merges.
             if !list.is_sorted_by(|a, b| a.name <= b.name) {
                 list.sort_by(|a, b| a.name.cmp(&b.name));
             }
