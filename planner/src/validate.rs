@@ -665,8 +665,8 @@ impl Walker {
         map: &mut A,
         what: &str,
         spec: &[Spec],
-    ) -> Result<Slots, A::Error> {
-        let mut slots: Slots = Default::default();
+        slots: &mut Slots,
+    ) -> Result<(), A::Error> {
         let mut seen = 0u32;
         while let Some(Key(key)) = map.next_key()? {
             let mark = self.enter_key(&key);
@@ -700,7 +700,7 @@ impl Walker {
             }
             self.leave(mark);
         }
-        Ok(slots)
+        Ok(())
     }
 
     /// A quota (resource names to integer maxima) or a string map (`K::Config`, whose
@@ -851,7 +851,9 @@ impl Walker {
                 return Ok(self.wrong(kind, "an object"));
             }
         };
-        let mut slots = self.fields(&mut map, what, spec)?;
+        // Filled in place: the slots are a few hundred bytes, and a returned array is copied.
+        let mut slots: Slots = Default::default();
+        self.fields(&mut map, what, spec, &mut slots)?;
         let built = match kind {
             K::Document => self.build_document(&mut slots),
             K::Policy => self.build_policy(&mut slots),
