@@ -243,6 +243,15 @@ async fn iam_keys_grants_and_refusals(db: Db) {
         .call_as(second, "site.list", json!({ "tenantId": "acme" }))
         .await
         .unwrap();
+    // The scheme is case-insensitive (RFC 9110): `bearer` names the same key.
+    let lowercase = reqwest::Client::new()
+        .post(fleet.server.url("/api/site.list"))
+        .header("authorization", format!("bearer {second}"))
+        .json(&json!({ "tenantId": "acme" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lowercase.status(), 200);
     fleet
         .ok(
             "apiKey.revoke",

@@ -219,12 +219,21 @@ fn hash_key(key: &str) -> String {
     planner::sha256_hex(key.as_bytes())
 }
 
+/// The credentials of an `Authorization: Bearer <key>` value. The scheme is matched without
+/// regard to case (RFC 9110, section 11.1): `bearer <key>` is the same key.
+pub fn bearer(value: &str) -> Option<&str> {
+    let (scheme, key) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| key.trim())
+        .filter(|key| !key.is_empty())
+}
+
 /// Resolves `Authorization: Bearer <key>` to its caller.
 pub async fn authenticate(state: &AppState, header: Option<&str>) -> Result<Caller, ApiError> {
     let unauthenticated = |m: &str| ApiError::new(Code::Unauthenticated, m);
     let key = header
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(bearer)
         .ok_or_else(|| unauthenticated("missing bearer API key (Authorization: Bearer bc_...)"))?;
     let invalid = || unauthenticated("invalid or revoked API key");
     let (id_part, _secret) = key

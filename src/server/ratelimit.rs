@@ -106,7 +106,8 @@ fn key_id(request: &Request) -> Option<&str> {
         .get(header::AUTHORIZATION)?
         .to_str()
         .ok()?;
-    let key = value.strip_prefix("Bearer ")?.trim();
+    // The same reading as authentication's, so no spelling of the scheme escapes the limit.
+    let key = super::iam::bearer(value)?;
     key.strip_prefix("bc_")?.split_once('_').map(|(id, _)| id)
 }
 
@@ -160,6 +161,22 @@ mod tests {
         assert_eq!(parse("2:10"), Ok(Some((2.0, 10.0))));
         assert_eq!(parse("0"), Err(()));
         assert_eq!(parse("x"), Err(()));
+    }
+
+    #[test]
+    fn every_spelling_of_the_scheme_names_the_same_bucket() {
+        let id = |value: &str| {
+            let request = Request::builder()
+                .header(header::AUTHORIZATION, value)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            key_id(&request).map(str::to_owned)
+        };
+        for value in ["Bearer bc_k1_s", "bearer bc_k1_s", "BEARER  bc_k1_s "] {
+            assert_eq!(id(value).as_deref(), Some("k1"), "{value}");
+        }
+        assert_eq!(id("Basic bc_k1_s"), None);
+        assert_eq!(id("Bearer"), None);
     }
 
     #[test]
