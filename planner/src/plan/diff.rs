@@ -223,6 +223,11 @@ impl<'a, T> Current<'a, T> {
         self.by_name.contains_key(name)
     }
 
+    /// The current item named `name`.
+    fn get(&self, name: &str) -> &'a T {
+        &self.items[self.by_name[name]]
+    }
+
     /// The current item named `name`, marked as matched.
     fn matching(&mut self, name: &str) -> &'a T {
         let i = self.by_name[name];
@@ -774,18 +779,25 @@ impl<'a> Planner<'a> {
     /// value, for its owner quota and offers.
     fn pool(&mut self, p: &'a Pool) -> (Id<'a>, Option<(&'a str, &'a Pool)>) {
         let mut notes = Vec::new();
+        let existing = self.existing_name(Kind::Pool, &p.name);
+        // A reference an update leaves exactly as it is cannot block it: an export names the
+        // provider account of a pool by id when the deployment stopped serving accounts, and
+        // planning that export back must change nothing.
+        let current = existing.map(|name| self.cur_pools.get(name));
+        let kept = |reference: fn(&Pool) -> Option<&str>| {
+            current.is_some_and(|cur| reference(cur).is_some() && reference(cur) == reference(p))
+        };
         let site_id = self.site_ids.get(p.site.as_str()).cloned();
-        if site_id.is_none() {
+        if site_id.is_none() && !kept(|pool| Some(&pool.site)) {
             notes.push(format!("unknown site \"{}\"", p.site));
         }
         let account_id = p.provider_account.as_ref().map(|a| {
             let id = self.account_ids.get(a.as_str()).cloned();
-            if id.is_none() {
+            if id.is_none() && !kept(|pool| pool.provider_account.as_deref()) {
                 notes.push(format!("unknown provider account \"{a}\""));
             }
             id.unwrap_or(Cow::Borrowed(a))
         });
-        let existing = self.existing_name(Kind::Pool, &p.name);
         let pool_id = match self.pool_ids.get(p.name.as_str()) {
             Some(id) => id.clone(),
             None => self.id_of(Kind::Pool, &p.name),

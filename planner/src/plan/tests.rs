@@ -641,6 +641,26 @@ fn missing_sections_block_their_items() {
 }
 
 #[test]
+fn an_unchanged_reference_to_an_unserved_account_blocks_nothing() {
+    // A deployment that stopped serving provider accounts exports a provider pool with its
+    // account's id; planning that export back changes nothing and blocks nothing.
+    let current = r#"{"version": 1,
+      "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+      "pools": [{ "name": "burst", "site": "fra", "class": "provider",
+        "providerAccount": "pa_xcloud", "ownerQuota": {}, "offers": [] }]}"#;
+    let ex = export(current, &[Section::ProviderAccounts]);
+    check(current, &ex, PRUNE, "");
+    // Naming another unknown account still blocks the update that would make it.
+    let other = current.replace("pa_xcloud", "pa_xother");
+    check(
+        &other,
+        &ex,
+        PRUNE,
+        r#"pool burst update blocked: providerAccount cannot change; create a new pool instead; unknown provider account "pa_xother""#,
+    );
+}
+
+#[test]
 fn set_owner_quota_and_offer_carry_revisions_of_existing_entries() {
     let desired = edit(r#""gpu": 8"#, r#""gpu": 9, "vcpu": 1"#).replacen(
         r#""quota": { "vcpu": 64 }"#,
