@@ -621,6 +621,14 @@ fn non_empty(path: &str, v: &str) -> Result<(), ApiError> {
     }
 }
 
+/// A create inserts its row with `ON CONFLICT DO NOTHING` (no target: its id, or a name the
+/// table keeps unique): a new object, the usual case, costs that one statement, and only when
+/// nothing was inserted does the create read by id, to tell an idempotent replay (the row is
+/// there: the same tenant's answers its id, another tenant's is a CONFLICT) from a name taken
+/// by another object. The answers and errors are those of reading by id, then by name, then
+/// inserting; on PostgreSQL a unique violation would also abort the apply's transaction.
+const NEW_ROW: &str = "ON CONFLICT DO NOTHING";
+
 /// An idempotent create found its object: the same tenant's, or a CONFLICT.
 fn same_tenant(kind: &str, id: &str, found: &str, tenant: &str) -> Result<(), ApiError> {
     if found == tenant {
@@ -648,21 +656,7 @@ async fn provider_account_create(
         caller,
         i.idempotency_key.as_ref(),
     )?;
-    if let Some(found) = load_accounts(tx, "id = $1", &[&id]).await?.first() {
-        same_tenant("providerAccount", &id, &found.tenant_id, &i.tenant_id)?;
-        return Ok(id);
-    }
-    if !load_accounts(tx, "tenant_id = $1 AND name = $2", &[&i.tenant_id, &i.name])
-        .await?
-        .is_empty()
-    {
-        return Err(ApiError::with(
-            Code::Conflict,
-            format!("provider account {:?} already exists", i.name),
-            json!({ "object": format!("providerAccount {}", i.name) }),
-        ));
-    }
-    sqlx::query("INSERT INTO provider_accounts (id, tenant_id, name, provider, config, revision, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6)")
+    let inserted = sqlx::query(&format!("INSERT INTO provider_accounts (id, tenant_id, name, provider, config, revision, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6) {NEW_ROW}"))
         .bind(&id)
         .bind(&i.tenant_id)
         .bind(&i.name)
@@ -670,25 +664,39 @@ async fn provider_account_create(
         .bind(serde_json::to_string(&i.config)?)
         .bind(now_ms())
         .execute(&mut **tx)
-        .await?;
+        .await?
+        .rows_affected();
+    if inserted == 0 {
+        let Some(found) = load_accounts(tx, "id = $1", &[&id]).await?.pop() else {
+            return Err(ApiError::with(
+                Code::Conflict,
+                format!("provider account {:?} already exists", i.name),
+                json!({ "object": format!("providerAccount {}", i.name) }),
+            ));
+        };
+        same_tenant("providerAccount", &id, &found.tenant_id, &i.tenant_id)?;
+    }
     Ok(id)
 }
 
 async fn site_create(tx: &mut Tx, caller: &Caller, i: &SiteCreate) -> Result<String, ApiError> {
     non_empty("region", &i.region)?;
     let id = create_id(Kind::Site, "site", caller, i.idempotency_key.as_ref())?;
-    if let Some(found) = load_sites(tx, "id = $1", &[&id]).await?.first() {
-        same_tenant("site", &id, &found.tenant_id, &i.tenant_id)?;
-        return Ok(id);
-    }
-    sqlx::query("INSERT INTO sites (id, tenant_id, kind, region, revision, created_at) VALUES ($1, $2, $3, $4, 1, $5)")
+    let inserted = sqlx::query(&format!("INSERT INTO sites (id, tenant_id, kind, region, revision, created_at) VALUES ($1, $2, $3, $4, 1, $5) {NEW_ROW}"))
         .bind(&id)
         .bind(&i.tenant_id)
         .bind(enum_str(&i.kind))
         .bind(&i.region)
         .bind(now_ms())
         .execute(&mut **tx)
-        .await?;
+        .await?
+        .rows_affected();
+    // Sites keep only their id unique: nothing inserted is a replay.
+    if inserted == 0
+        && let Some(found) = load_sites(tx, "id = $1", &[&id]).await?.first()
+    {
+        same_tenant("site", &id, &found.tenant_id, &i.tenant_id)?;
+    }
     Ok(id)
 }
 
@@ -737,7 +745,22 @@ async fn pool_create(
     }
     let id = create_id(Kind::Pool, "pool", caller, i.idempotency_key.as_ref())?;
     let policy = i.policy.as_ref().map(serde_json::to_string).transpose()?;
-    if let Some(found) = load_pools(tx, "id = $1", &[&id]).await?.first() {
+    let inserted = sqlx::query(&format!("INSERT INTO pools (id, tenant_id, site_id, class, gpu_model, provider_account_id, policy, archived, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8) {NEW_ROW}"))
+        .bind(&id)
+        .bind(&i.tenant_id)
+        .bind(&i.site_id)
+        .bind(enum_str(&i.class))
+        .bind(&i.gpu_model)
+        .bind(&i.provider_account_id)
+        .bind(&policy)
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    // Pools keep only their id unique: nothing inserted is a replay.
+    if inserted == 0
+        && let Some(found) = load_pools(tx, "id = $1", &[&id]).await?.first()
+    {
         same_tenant("pool", &id, &found.tenant_id, &i.tenant_id)?;
         if found.archived {
             // Re-created after an archive: the deterministic id comes back to life.
@@ -751,19 +774,7 @@ async fn pool_create(
                 .execute(&mut **tx)
                 .await?;
         }
-        return Ok(id);
     }
-    sqlx::query("INSERT INTO pools (id, tenant_id, site_id, class, gpu_model, provider_account_id, policy, archived, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8)")
-        .bind(&id)
-        .bind(&i.tenant_id)
-        .bind(&i.site_id)
-        .bind(enum_str(&i.class))
-        .bind(&i.gpu_model)
-        .bind(&i.provider_account_id)
-        .bind(policy)
-        .bind(now_ms())
-        .execute(&mut **tx)
-        .await?;
     Ok(id)
 }
 
@@ -772,21 +783,7 @@ async fn flavor_create(tx: &mut Tx, caller: &Caller, i: &FlavorCreate) -> Result
     check_sizes(i.vcpu, i.memory_gib)?;
     pool(tx, &i.tenant_id, &i.pool_id).await?;
     let id = create_id(Kind::Flavor, "flv", caller, i.idempotency_key.as_ref())?;
-    if let Some(found) = load_flavors(tx, "id = $1", &[&id]).await?.first() {
-        same_tenant("flavor", &id, &found.tenant_id, &i.tenant_id)?;
-        return Ok(id);
-    }
-    if !load_flavors(tx, "pool_id = $1 AND name = $2", &[&i.pool_id, &i.name])
-        .await?
-        .is_empty()
-    {
-        return Err(ApiError::with(
-            Code::Conflict,
-            format!("flavor {}/{} already exists", i.pool_id, i.name),
-            json!({ "object": format!("flavor {}/{}", i.pool_id, i.name) }),
-        ));
-    }
-    sqlx::query("INSERT INTO flavors (id, tenant_id, pool_id, name, vcpu, memory_gib, disk_gib, gpu, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9)")
+    let inserted = sqlx::query(&format!("INSERT INTO flavors (id, tenant_id, pool_id, name, vcpu, memory_gib, disk_gib, gpu, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9) {NEW_ROW}"))
         .bind(&id)
         .bind(&i.tenant_id)
         .bind(&i.pool_id)
@@ -797,7 +794,18 @@ async fn flavor_create(tx: &mut Tx, caller: &Caller, i: &FlavorCreate) -> Result
         .bind(i.gpu.map(i64::from))
         .bind(now_ms())
         .execute(&mut **tx)
-        .await?;
+        .await?
+        .rows_affected();
+    if inserted == 0 {
+        let Some(found) = load_flavors(tx, "id = $1", &[&id]).await?.pop() else {
+            return Err(ApiError::with(
+                Code::Conflict,
+                format!("flavor {}/{} already exists", i.pool_id, i.name),
+                json!({ "object": format!("flavor {}/{}", i.pool_id, i.name) }),
+            ));
+        };
+        same_tenant("flavor", &id, &found.tenant_id, &i.tenant_id)?;
+    }
     Ok(id)
 }
 
@@ -850,21 +858,7 @@ async fn template_create(
         caller,
         i.idempotency_key.as_ref(),
     )?;
-    if let Some(found) = load_templates(tx, "id = $1", &[&id]).await?.first() {
-        same_tenant("sandboxTemplate", &id, &found.tenant_id, &i.tenant_id)?;
-        return Ok(id);
-    }
-    if !load_templates(tx, "tenant_id = $1 AND name = $2", &[&i.tenant_id, &i.name])
-        .await?
-        .is_empty()
-    {
-        return Err(ApiError::with(
-            Code::Conflict,
-            format!("sandbox template {:?} already exists", i.name),
-            json!({ "object": format!("sandboxTemplate {}", i.name) }),
-        ));
-    }
-    sqlx::query("INSERT INTO sandbox_templates (id, tenant_id, name, pool_id, flavor_id, image_id, env, network, warm, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)")
+    let inserted = sqlx::query(&format!("INSERT INTO sandbox_templates (id, tenant_id, name, pool_id, flavor_id, image_id, env, network, warm, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10) {NEW_ROW}"))
         .bind(&id)
         .bind(&i.tenant_id)
         .bind(&i.name)
@@ -876,7 +870,18 @@ async fn template_create(
         .bind(i.warm.as_ref().map(serde_json::to_string).transpose()?)
         .bind(now_ms())
         .execute(&mut **tx)
-        .await?;
+        .await?
+        .rows_affected();
+    if inserted == 0 {
+        let Some(found) = load_templates(tx, "id = $1", &[&id]).await?.pop() else {
+            return Err(ApiError::with(
+                Code::Conflict,
+                format!("sandbox template {:?} already exists", i.name),
+                json!({ "object": format!("sandboxTemplate {}", i.name) }),
+            ));
+        };
+        same_tenant("sandboxTemplate", &id, &found.tenant_id, &i.tenant_id)?;
+    }
     Ok(id)
 }
 
@@ -1436,5 +1441,191 @@ pub async fn read(
             .next()
             .ok_or_else(|| ApiError::not_found(kind, &id)),
         None => Ok(json!({ "items": items })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::db::Db;
+    use sqlx::{Connection as _, Row as _};
+
+    const MODULES: Modules = Modules {
+        vps: true,
+        sandboxes: true,
+    };
+
+    /// A fresh migrated database with the tenants `t1` and `t2`: SQLite in `dir`, or a new
+    /// database on `BETTER_COMPUTE_TEST_POSTGRES`'s server.
+    async fn db(dir: &std::path::Path, postgres: bool) -> Db {
+        let url = if postgres {
+            let base = std::env::var("BETTER_COMPUTE_TEST_POSTGRES").unwrap();
+            let name = format!("bc_objects_{}_{}", std::process::id(), now_ms());
+            sqlx::any::install_default_drivers();
+            let mut conn = AnyConnection::connect(&base).await.unwrap();
+            sqlx::query(&format!("CREATE DATABASE {name}"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            format!("{}/{name}", base.rsplit_once('/').unwrap().0)
+        } else {
+            format!("sqlite://{}", dir.join("o.db").display())
+        };
+        let db = Db::open(&url, MODULES).await.unwrap();
+        for t in ["t1", "t2"] {
+            sqlx::query(
+                "INSERT INTO tenants (id, name, revision, created_at) VALUES ($1, $1, 1, 0)",
+            )
+            .bind(t)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        }
+        db
+    }
+
+    /// Runs `method` in a transaction of its own, as one principal for both tenants (so one
+    /// idempotency key derives one id in either); answers the id or the error.
+    async fn call(db: &Db, method: &str, input: Value) -> Result<String, ApiError> {
+        let caller = Caller::new("usr_one", "t1", vec![]);
+        let call = parse_call(method, input).unwrap()?;
+        let mut tx = db.write_tx().await?;
+        let outcome = execute(&mut tx, &caller, MODULES, &call).await?;
+        // The transaction is still good after the create: it commits.
+        tx.commit().await?;
+        Ok(outcome.object_id.unwrap())
+    }
+
+    async fn count(db: &Db, table: &str) -> i64 {
+        sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    fn conflict(result: Result<String, ApiError>, message: &str) {
+        let err = result.expect_err(message);
+        assert_eq!((err.code, err.message.as_str()), (Code::Conflict, message));
+    }
+
+    async fn creates_replay_and_conflict_on(postgres: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path(), postgres).await;
+        let site_in = |t: &str, region: &str| json!({ "tenantId": t, "idempotencyKey": "s", "kind": "shared", "region": region });
+        let site = call(&db, "site.create", site_in("t1", "eu")).await.unwrap();
+        // A replay answers the same id and changes nothing, even with other fields.
+        assert_eq!(
+            call(&db, "site.create", site_in("t1", "us")).await.unwrap(),
+            site
+        );
+        assert_eq!(count(&db, "sites").await, 1);
+        let region: String = sqlx::query("SELECT region FROM sites")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(region, "eu");
+        // The same id in another tenant: a CONFLICT.
+        conflict(
+            call(&db, "site.create", site_in("t2", "eu")).await,
+            &format!("site {site} exists in another tenant"),
+        );
+
+        let pool_in =
+            json!({ "tenantId": "t1", "idempotencyKey": "p", "siteId": site, "class": "vps-host" });
+        let pool = call(&db, "pool.create", pool_in.clone()).await.unwrap();
+        assert_eq!(
+            call(&db, "pool.create", pool_in.clone()).await.unwrap(),
+            pool
+        );
+        // Archived, then created again: the same pool, alive again.
+        call(
+            &db,
+            "pool.archive",
+            json!({ "tenantId": "t1", "id": pool, "ifRevision": 1 }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(call(&db, "pool.create", pool_in).await.unwrap(), pool);
+        let (archived, revision): (i64, i64) =
+            sqlx::query("SELECT archived, revision FROM pools WHERE id = $1")
+                .bind(&pool)
+                .fetch_one(&db.pool)
+                .await
+                .map(|r| (r.get(0), r.get(1)))
+                .unwrap();
+        assert_eq!((archived, revision), (0, 3));
+
+        let flavor_in = |key: &str, t: &str| json!({ "tenantId": t, "idempotencyKey": key, "poolId": pool, "name": "small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 });
+        let flavor = call(&db, "flavor.create", flavor_in("f", "t1"))
+            .await
+            .unwrap();
+        assert_eq!(
+            call(&db, "flavor.create", flavor_in("f", "t1"))
+                .await
+                .unwrap(),
+            flavor
+        );
+        // Another key, the same name: the name is taken.
+        conflict(
+            call(&db, "flavor.create", flavor_in("g", "t1")).await,
+            &format!("flavor {pool}/small already exists"),
+        );
+        assert_eq!(count(&db, "flavors").await, 1);
+
+        let account_in = |key: &str, t: &str| json!({ "tenantId": t, "idempotencyKey": key, "name": "cloud", "provider": "hetzner-cloud", "config": {} });
+        let account = call(&db, "providerAccount.create", account_in("a", "t1"))
+            .await
+            .unwrap();
+        assert_eq!(
+            call(&db, "providerAccount.create", account_in("a", "t1"))
+                .await
+                .unwrap(),
+            account
+        );
+        conflict(
+            call(&db, "providerAccount.create", account_in("b", "t1")).await,
+            "provider account \"cloud\" already exists",
+        );
+        conflict(
+            call(&db, "providerAccount.create", account_in("a", "t2")).await,
+            &format!("providerAccount {account} exists in another tenant"),
+        );
+        // Without a key: random ids, so only the name can clash.
+        let mut keyless = account_in("a", "t2");
+        keyless.as_object_mut().unwrap().remove("idempotencyKey");
+        call(&db, "providerAccount.create", keyless.clone())
+            .await
+            .unwrap();
+        conflict(
+            call(&db, "providerAccount.create", keyless).await,
+            "provider account \"cloud\" already exists",
+        );
+        assert_eq!(count(&db, "provider_accounts").await, 2);
+
+        let template_in = |key: &str| json!({ "tenantId": "t1", "idempotencyKey": key, "name": "web", "poolId": pool, "flavorId": flavor, "imageId": "ubuntu", "network": "private" });
+        let template = call(&db, "sandboxTemplate.create", template_in("t"))
+            .await
+            .unwrap();
+        assert_eq!(
+            call(&db, "sandboxTemplate.create", template_in("t"))
+                .await
+                .unwrap(),
+            template
+        );
+        conflict(
+            call(&db, "sandboxTemplate.create", template_in("u")).await,
+            "sandbox template \"web\" already exists",
+        );
+        assert_eq!(count(&db, "sandbox_templates").await, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn creates_replay_by_key_and_conflict_by_name_or_tenant() {
+        creates_replay_and_conflict_on(false).await;
+        if std::env::var("BETTER_COMPUTE_TEST_POSTGRES").is_ok() {
+            creates_replay_and_conflict_on(true).await;
+        }
     }
 }
