@@ -221,6 +221,23 @@ async fn iam_keys_grants_and_refusals(db: Db) {
         )
         .await;
     assert_eq!(grant.details["path"], "scope");
+    // A permission the checks could never match is refused, not stored as a dead grant.
+    for permission in [
+        "compute:po*",
+        "compute",
+        "compute::update",
+        "*:pool",
+        "a:b:",
+    ] {
+        let bad = fleet
+            .fails(
+                "grant.create",
+                json!({ "tenantId": "acme", "principalId": sa, "permission": permission }),
+                "INVALID_INPUT",
+            )
+            .await;
+        assert_eq!(bad.details["path"], "permission", "{permission}");
+    }
     // Refused attempts are audited.
     let audit = fleet
         .ok(

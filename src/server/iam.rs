@@ -710,9 +710,9 @@ pub struct GrantCreate {
     pub tenant_id: String,
     /// Who receives the permission.
     pub principal_id: String,
-    /// A permission (`compute:pool:update`), `module:*`, or `*`: no whitespace (Unicode's
-    /// White_Space, as `char::is_whitespace`: `\s` differs on U+0085 and U+FEFF).
-    #[schemars(length(min = 1), pattern(WHITESPACE_FREE))]
+    /// A permission (`compute:pool:update`), every permission under a prefix
+    /// (`compute:*`, `compute:pool:*`), or `*`: the shapes [`Caller::allows`] matches.
+    #[schemars(length(min = 1), pattern(PERMISSION_PATTERN))]
     pub permission: String,
     /// Where it applies; the tenant's scope when absent. A root principal may name
     /// `compute-fleet/global` or any `tenants/<id>`; another tenant's principal only its own
@@ -721,10 +721,26 @@ pub struct GrantCreate {
     pub scope: Option<String>,
 }
 
-/// Text without Unicode White_Space (what `char::is_whitespace` finds), spelled out for
-/// JSON Schema, whose `\s` also matches U+FEFF and misses U+0085.
-const WHITESPACE_FREE: &str =
-    r"^[^\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$";
+/// [`is_permission`] as a JSON Schema pattern.
+const PERMISSION_PATTERN: &str = r"^(\*|[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*:(\*|[A-Za-z0-9._-]+))$";
+
+/// True for a permission [`Caller::allows`] can match: `*`, or two or more `:`-separated
+/// segments of letters, digits, `.`, `_` or `-`, the last of which may be `*`. Anything else
+/// (`compute:po*`, a lone `compute`) would be stored and never match.
+pub fn is_permission(permission: &str) -> bool {
+    let segment = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+    };
+    if permission == "*" {
+        return true;
+    }
+    match permission.rsplit_once(':') {
+        Some((init, last)) => init.split(':').all(segment) && (last == "*" || segment(last)),
+        None => false,
+    }
+}
 
 /// The scopes `grant.create` accepts, as far as a schema can say (see [`GrantCreate::scope`]).
 fn grant_scopes(schema: &mut schemars::Schema) {
@@ -777,7 +793,7 @@ pub async fn grant_create(
             ),
         ));
     }
-    if input.permission.is_empty() || input.permission.contains(char::is_whitespace) {
+    if !is_permission(&input.permission) {
         return Err(ApiError::invalid(
             "permission",
             "a permission such as compute:pool:update, module:*, or *",
@@ -911,4 +927,42 @@ pub async fn audit_list(
         }));
     }
     Ok(json!({ "items": out }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_are_what_allows_can_match() {
+        for ok in [
+            "*",
+            "compute:*",
+            "compute:pool:*",
+            "compute:pool:update",
+            "iam:grant:create",
+        ] {
+            assert!(is_permission(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "compute",
+            "compute:po*",
+            "compute::update",
+            "*:pool",
+            "a:b:",
+            ":a",
+            "a b:c",
+        ] {
+            assert!(!is_permission(bad), "{bad}");
+        }
+        // Each accepted shape grants what it says.
+        let caller = Caller::new(
+            "p",
+            ROOT,
+            vec![("compute:pool:*".into(), tenant_scope(ROOT))],
+        );
+        assert!(caller.allows("compute:pool:update", &tenant_scope(ROOT)));
+        assert!(!caller.allows("compute:site:create", &tenant_scope(ROOT)));
+    }
 }
