@@ -140,6 +140,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/webhooks/0001_webhooks.sql"),
         wanted: |_| true,
     },
+    Migration {
+        name: "webhooks/0002_deliveries_by_event",
+        sql: include_str!("../../migrations/webhooks/0002_deliveries_by_event.sql"),
+        wanted: |_| true,
+    },
 ];
 
 /// The database: a pool and what it is.

@@ -166,14 +166,17 @@ pub fn retention_from_env() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_secs(days * 86_400))
 }
 
+/// The events [`prune`] deletes (created before `$1`, no delivery pending), named once for
+/// its three deletes.
+const OLD: &str = "SELECT e.id FROM events e WHERE e.created_at < $1 AND NOT EXISTS \
+     (SELECT 1 FROM webhook_deliveries p WHERE p.event_id = e.id AND p.status = 'pending')";
+
 /// Deletes the events created before `before` (unix ms) whose deliveries are all settled,
 /// with those deliveries and their attempts, in one transaction; returns how many events
 /// went. An event with a pending delivery stays until that delivery settles.
 pub async fn prune(state: &AppState, before: i64) -> Result<u64, sqlx::Error> {
-    let mut tx = state.db.pool.begin().await?;
-    // The events that go, named once for the three deletes.
-    const OLD: &str = "SELECT e.id FROM events e WHERE e.created_at < $1 AND NOT EXISTS \
-         (SELECT 1 FROM webhook_deliveries p WHERE p.event_id = e.id AND p.status = 'pending')";
+    // It writes: SQLite's write lock at once, as every writer takes it.
+    let mut tx = state.db.write_tx().await?;
     for table in ["webhook_attempts", "webhook_deliveries"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE event_id IN ({OLD})"))
             .bind(before)
@@ -230,4 +233,44 @@ pub async fn start(state: &AppState) -> Result<(), sqlx::Error> {
     super::reconciler::enqueue(&mut conn, RETENTION, RETENTION_KEY, now_ms()).await?;
     state.reconcilers.notify();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OLD;
+    use crate::server::db::{Db, Modules};
+    use sqlx::Row as _;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_retention_sweep_finds_deliveries_by_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("e.db").display());
+        let modules = Modules {
+            vps: true,
+            sandboxes: true,
+        };
+        let db = Db::open(&url, modules).await.unwrap();
+        for table in ["events", "webhook_deliveries", "webhook_attempts"] {
+            let sql = format!("EXPLAIN QUERY PLAN DELETE FROM {table} WHERE event_id IN ({OLD})");
+            let sql = sql.replace("FROM events WHERE event_id", "FROM events WHERE id");
+            let plan: Vec<String> = sqlx::query(&sql)
+                .bind(0_i64)
+                .fetch_all(&db.pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get(3))
+                .collect();
+            // Per old event, its pending deliveries are looked up, not every delivery read.
+            assert!(
+                plan.iter()
+                    .any(|d| d == "SEARCH p USING INDEX webhook_deliveries_by_event (event_id=?)"),
+                "{table}: {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|d| d.starts_with("SCAN p")),
+                "{table}: {plan:?}"
+            );
+        }
+    }
 }
