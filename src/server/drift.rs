@@ -40,8 +40,9 @@ pub fn tenant_key(tenant: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
-    /// The changes that do something (up to [`MAX_CHANGES`]), as the plan has them: kind,
-    /// name, action, fields with before and after, and blocked and note when blocked.
+    /// The changes that do something or are blocked (up to [`MAX_CHANGES`]), as the plan has
+    /// them: kind, name, action, fields with before and after, and blocked and note when
+    /// blocked.
     pub changes: Vec<Change>,
     /// The plan's counts.
     pub summary: Summary,
@@ -60,7 +61,9 @@ impl Drift {
         let changes = plan
             .changes
             .iter()
-            .filter(|c| c.action != Action::Unchanged)
+            // A blocked change is listed even when it changes nothing: it is why the drift is
+            // blocked.
+            .filter(|c| c.action != Action::Unchanged || c.blocked)
             .take(MAX_CHANGES)
             .cloned()
             .collect();
@@ -331,4 +334,49 @@ pub async fn check_http(
         .await?;
     let mut conn = state.db.pool.acquire().await?;
     fleet::status_of(&mut conn, tenant).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use planner::{Change, Kind, PlanHash, Summary};
+
+    fn change(name: &str, action: Action, note: Option<&str>) -> Change {
+        Change {
+            kind: Kind::Offer,
+            name: name.into(),
+            action,
+            fields: Vec::new(),
+            before: None,
+            after: None,
+            blocked: note.is_some(),
+            note: note.map(str::to_owned),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn a_drift_lists_its_blocked_changes_even_unchanged_ones() {
+        let plan = Plan {
+            changes: vec![
+                change(
+                    "a -> gone",
+                    Action::Unchanged,
+                    Some("unknown tenant \"gone\""),
+                ),
+                change("b -> acme", Action::Unchanged, None),
+            ],
+            calls: Vec::new(),
+            summary: Summary {
+                unchanged: 2,
+                blocked: true,
+                ..Summary::default()
+            },
+            plan_hash: PlanHash(String::new()),
+        };
+        let drift = Drift::of(&plan).expect("a blocked plan is a drift");
+        assert!(drift.blocked);
+        let names: Vec<&str> = drift.changes.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["a -> gone"]);
+    }
 }
