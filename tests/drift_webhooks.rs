@@ -211,6 +211,21 @@ async fn drift_is_published_once_and_converges(db: Db) {
         assert_eq!(d["attempts"], 1);
         assert_eq!(d["log"][0]["status"], 200);
     }
+    // `limit: 0` asks for nothing, as audit.list reads it (there are events and deliveries).
+    for (method, input) in [
+        ("event.list", json!({ "tenantId": "root", "limit": 0 })),
+        (
+            "webhook.deliveries",
+            json!({ "tenantId": "root", "id": ok_id, "limit": 0 }),
+        ),
+        ("audit.list", json!({ "tenantId": "root", "limit": 0 })),
+    ] {
+        assert_eq!(
+            fleet.ok(method, input).await["items"],
+            json!([]),
+            "{method}"
+        );
+    }
 }
 
 both!(

@@ -129,7 +129,7 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
         .check_tenant(state, "event.list", &input.tenant_id, READ)
         .await?;
     check_name("tenantId", &input.tenant_id)?;
-    let limit = i64::from(input.limit.unwrap_or(100).clamp(1, 1000));
+    let limit = i64::from(input.limit.unwrap_or(100).min(1000));
     let kind = input.kind.unwrap_or_default();
     let rows = sqlx::query(
         "SELECT id, tenant_id, type, subject, payload, created_at FROM events \

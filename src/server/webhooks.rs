@@ -888,7 +888,7 @@ pub async fn deliveries(
         .await?;
     let mut conn = state.db.pool.acquire().await?;
     require_webhook(&mut conn, &input.tenant_id, &input.id).await?;
-    let limit = i64::from(input.limit.unwrap_or(50).clamp(1, 500));
+    let limit = i64::from(input.limit.unwrap_or(50).min(500));
     let rows = sqlx::query(
         "SELECT d.id, d.event_id, e.type, d.status, d.attempts, d.last_status, d.last_error, \
          d.created_at, d.updated_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
