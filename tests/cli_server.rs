@@ -648,6 +648,16 @@ fn the_seeds_ci_workflow_replayed() {
         "error: FLEET_DRIFTED: 1 call would run: the fleet does not match fleet.json\n"
     );
 
+    // A tool reviewing the apply gets the plan as JSON, and nothing else on stdout.
+    let json = ["--output", "json"];
+    let apply = ["fleet", "apply", "fleet.json", "--tenant", "root"];
+    let review = d.cli(&[&apply[..], &json].concat());
+    assert_eq!(review.code, 0, "{review:?}");
+    let plan: Value = serde_json::from_str(&review.stdout).expect("the plan as JSON");
+    assert_eq!(plan["summary"]["update"], 1);
+    assert_eq!(plan["calls"][0]["method"], "pool.update");
+    let hash = plan["planHash"].as_str().unwrap().to_owned();
+
     // Merge: apply --yes puts production back.
     let merge = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
     assert_eq!(merge.code, 0, "{merge:?}");
@@ -656,6 +666,25 @@ fn the_seeds_ci_workflow_replayed() {
         "~ pool vps-fra (policy)\n0 to create, 1 to update, 0 to delete, 8 unchanged.\nApplied 1 call.\n"
     );
     assert_eq!(d.cli(&step).code, 0);
+
+    // As JSON, an apply answers {plan, applied}: nothing to run after the merge, and the
+    // reviewed hash is now stale (CONFIG_DRIFT on stderr, nothing on stdout).
+    let again = d.cli(&[&apply[..], &["--yes"], &json].concat());
+    assert_eq!(again.code, 0, "{again:?}");
+    let answer: Value = serde_json::from_str(&again.stdout).expect("the answer as JSON");
+    assert_eq!(
+        (answer["applied"].clone(), answer["plan"]["calls"].clone()),
+        (json!(0), json!([]))
+    );
+    let stale = d.cli(&[&apply[..], &["--plan-hash", &hash], &json].concat());
+    assert_eq!(stale.code, 1, "{stale:?}");
+    assert_eq!(stale.stdout, "");
+    assert!(stale.stderr.contains("CONFIG_DRIFT"), "{}", stale.stderr);
+    d.hand_edit_policy(0.25);
+    let fixed = d.cli(&[&apply[..], &["--yes"], &json].concat());
+    let answer: Value = serde_json::from_str(&fixed.stdout).expect("the answer as JSON");
+    assert_eq!(answer["applied"], 1, "{fixed:?}");
+    assert_eq!(answer["plan"]["calls"][0]["method"], "pool.update");
 }
 
 /// The scheduled `fleet status --fail-on-drift` between CI runs: it fails while the last

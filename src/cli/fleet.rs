@@ -5,7 +5,7 @@ use super::client::{ApiError, CallError, Client};
 use super::error::{CliError, code};
 use super::render::{self, Status, Style};
 use planner::{Change, Document, Export, Plan, PlanOptions, Summary};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -187,10 +187,12 @@ pub struct ApplyRequest {
     /// The connection flags given on the command line (`--url`, `--config`), repeated in the
     /// printed `--plan-hash` command so that it reaches the same server.
     pub connection_args: Vec<String>,
+    /// Print JSON for tools instead of text: the plan when reviewing, else `{plan, applied}`.
+    pub json: bool,
 }
 
 /// The answer of `fleet.apply`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 struct Applied {
     plan: Plan,
     applied: u64,
@@ -210,15 +212,28 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
     };
     let planned = match &request.mode {
         // The server compares the reviewed hash inside its transaction: no plan first.
-        ApplyMode::PlanHash(hash) => return apply_call(client, &input(hash), true, style),
+        ApplyMode::PlanHash(hash) => {
+            return apply_call(client, &input(hash), Print::all(request.json), style);
+        }
         ApplyMode::Review | ApplyMode::Yes => {
             plan_on_server(client, &request.file, &request.tenant, &raw, request.prune)?
         }
     };
-    say!(
-        "{}",
-        render::changes(&planned.changes, &planned.summary, style)
-    );
+    if request.json {
+        // Tools get one JSON document on standard output: the plan when reviewing (as
+        // `fleet plan --output json` prints it), else what the apply answered.
+        match request.mode {
+            ApplyMode::Yes if !planned.calls.is_empty() => {}
+            // Nothing to run: fleet.apply is not called, and nothing was applied.
+            ApplyMode::Yes => say!("{}", pretty(&json!({ "plan": &planned, "applied": 0 }))),
+            _ => say!("{}", pretty(&planned)),
+        }
+    } else {
+        say!(
+            "{}",
+            render::changes(&planned.changes, &planned.summary, style)
+        );
+    }
     check_blocked(&planned)?;
     let connection: String = request
         .connection_args
@@ -232,13 +247,21 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         if request.prune { " --prune" } else { "" },
         planned.plan_hash
     );
+    if request.json {
+        return match request.mode {
+            ApplyMode::Yes if !planned.calls.is_empty() => {
+                apply_call(client, &input(&planned.plan_hash.0), Print::Json, style)
+            }
+            _ => Ok(()),
+        };
+    }
     if planned.calls.is_empty() {
         sayln!("Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged.");
         sayln!("To record this document as the drift baseline anyway: {later}");
         return Ok(());
     }
     match request.mode {
-        ApplyMode::Yes => apply_call(client, &input(&planned.plan_hash.0), false, style),
+        ApplyMode::Yes => apply_call(client, &input(&planned.plan_hash.0), Print::Outcome, style),
         _ => {
             sayln!("planHash: {}", planned.plan_hash);
             sayln!("Nothing was applied. To apply this exact plan: {later}");
@@ -247,17 +270,37 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
     }
 }
 
+/// What [`apply_call`] prints on standard output.
+#[derive(Clone, Copy, PartialEq)]
+enum Print {
+    /// The plan it ran (not printed before), then the outcome line.
+    PlanAndOutcome,
+    /// The outcome line.
+    Outcome,
+    /// The answer, `{plan, applied}`, as JSON; an error's plan is not printed.
+    Json,
+}
+
+impl Print {
+    fn all(json: bool) -> Print {
+        if json {
+            Print::Json
+        } else {
+            Print::PlanAndOutcome
+        }
+    }
+}
+
 /// Calls `fleet.apply`; prints the plan it ran when `print_plan` (not printed before), and on
 /// `CONFIG_DRIFT` what the plan became.
-fn apply_call(
-    client: &Client,
-    input: &Value,
-    print_plan: bool,
-    style: Style,
-) -> Result<(), CliError> {
+fn apply_call(client: &Client, input: &Value, print: Print, style: Style) -> Result<(), CliError> {
     match client.call::<_, Applied>("fleet.apply", input) {
+        Ok(done) if print == Print::Json => {
+            say!("{}", pretty(&done));
+            Ok(())
+        }
         Ok(done) => {
-            if print_plan {
+            if print == Print::PlanAndOutcome {
                 say!(
                     "{}",
                     render::changes(&done.plan.changes, &done.plan.summary, style)
@@ -270,6 +313,7 @@ fn apply_call(
             }
             Ok(())
         }
+        Err(err) if print == Print::Json => Err(err.into()),
         Err(CallError::Api(err)) if err.code == code::CONFIG_DRIFT => {
             print_plan_in(
                 &err,

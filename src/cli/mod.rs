@@ -136,6 +136,7 @@ Examples:
   better-compute fleet apply fleet.json --tenant root                    # review only
   better-compute fleet apply fleet.json --tenant root --plan-hash <hash> # apply that plan
   better-compute fleet apply fleet.json --tenant root --yes              # plan and apply
+  better-compute fleet apply fleet.json --tenant root --yes --output json
 
 Without --yes it prints the plan and the --plan-hash to apply that exact plan later. With
 --plan-hash it fails with CONFIG_DRIFT if the fleet moved since. When nothing would change it
@@ -153,6 +154,10 @@ drift baseline).")]
         /// Apply the plan reviewed earlier, which had this planHash.
         #[arg(long, value_name = "HASH")]
         plan_hash: Option<String>,
+        /// `text` for people, `json` for tools: the plan when reviewing, else the apply's
+        /// answer, `{plan, applied}`.
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
     },
     /// Show the applied document and the drift found by the last check.
     #[command(after_help = "\
@@ -274,6 +279,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
             tenant,
             yes,
             plan_hash,
+            output,
         } => {
             let mode = match (yes, plan_hash) {
                 (_, Some(hash)) => ApplyMode::PlanHash(hash),
@@ -286,6 +292,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
                 prune: document.prune,
                 mode,
                 connection_args,
+                json: output == Output::Json,
             };
             fleet::apply(&connect()?, &request, style)
         }
