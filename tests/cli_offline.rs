@@ -396,6 +396,29 @@ fn validate_prints_every_problem_with_its_path() {
         "{}",
         run.stderr
     );
+    // A file it cannot read does not stop the others from being checked.
+    let run = sandbox.run(
+        &["fleet", "validate", "absent.json", "bad.json", "fleet.json"],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "fleet.json: valid\n");
+    assert!(
+        run.stderr.starts_with("cannot read absent.json: "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("\nbad.json: pools[0]"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .ends_with("error: INVALID_INPUT: 2 of 3 files do not validate\n"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -401,8 +401,15 @@ pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
     for file in files {
         match read_document(file) {
             Ok(_) => sayln!("{}: valid", file.display()),
-            Err(err) if err.code() == Some(code::INVALID_INPUT) && files.len() > 1 => invalid += 1,
-            Err(err) => return Err(err),
+            Err(err) if files.len() == 1 => return Err(err),
+            // Problems are printed by `read_document`; a file it cannot read or parse gets one
+            // line, and the other files are still checked.
+            Err(err) => {
+                if err.code() != Some(code::INVALID_INPUT) {
+                    eprintln!("{err}");
+                }
+                invalid += 1;
+            }
         }
     }
     if invalid > 0 {
