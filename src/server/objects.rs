@@ -642,6 +642,34 @@ fn same_tenant(kind: &str, id: &str, found: &str, tenant: &str) -> Result<(), Ap
     }
 }
 
+/// After a create's insert inserted nothing: a row with `id` in the same tenant is a replay
+/// (answered with the id, nothing changed); in another tenant, or no such row (then the
+/// unique name was taken: `taken` is its message and object), CONFLICT.
+async fn replayed(
+    tx: &mut Tx,
+    (table, kind): (&str, &str),
+    id: &str,
+    tenant: &str,
+    taken: (String, String),
+) -> Result<(), ApiError> {
+    let found =
+        sqlx::query_scalar::<_, String>(&format!("SELECT tenant_id FROM {table} WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    match found {
+        Some(owner) => same_tenant(kind, id, &owner, tenant),
+        None => {
+            let (message, object) = taken;
+            Err(ApiError::with(
+                Code::Conflict,
+                message,
+                json!({ "object": object }),
+            ))
+        }
+    }
+}
+
 async fn provider_account_create(
     tx: &mut Tx,
     caller: &Caller,
@@ -667,14 +695,18 @@ async fn provider_account_create(
         .await?
         .rows_affected();
     if inserted == 0 {
-        let Some(found) = load_accounts(tx, "id = $1", &[&id]).await?.pop() else {
-            return Err(ApiError::with(
-                Code::Conflict,
-                format!("provider account {:?} already exists", i.name),
-                json!({ "object": format!("providerAccount {}", i.name) }),
-            ));
-        };
-        same_tenant("providerAccount", &id, &found.tenant_id, &i.tenant_id)?;
+        let taken = (
+            format!("provider account {:?} already exists", i.name),
+            format!("providerAccount {}", i.name),
+        );
+        replayed(
+            tx,
+            ("provider_accounts", "providerAccount"),
+            &id,
+            &i.tenant_id,
+            taken,
+        )
+        .await?;
     }
     Ok(id)
 }
@@ -797,14 +829,11 @@ async fn flavor_create(tx: &mut Tx, caller: &Caller, i: &FlavorCreate) -> Result
         .await?
         .rows_affected();
     if inserted == 0 {
-        let Some(found) = load_flavors(tx, "id = $1", &[&id]).await?.pop() else {
-            return Err(ApiError::with(
-                Code::Conflict,
-                format!("flavor {}/{} already exists", i.pool_id, i.name),
-                json!({ "object": format!("flavor {}/{}", i.pool_id, i.name) }),
-            ));
-        };
-        same_tenant("flavor", &id, &found.tenant_id, &i.tenant_id)?;
+        let taken = (
+            format!("flavor {}/{} already exists", i.pool_id, i.name),
+            format!("flavor {}/{}", i.pool_id, i.name),
+        );
+        replayed(tx, ("flavors", "flavor"), &id, &i.tenant_id, taken).await?;
     }
     Ok(id)
 }
@@ -873,14 +902,12 @@ async fn template_create(
         .await?
         .rows_affected();
     if inserted == 0 {
-        let Some(found) = load_templates(tx, "id = $1", &[&id]).await?.pop() else {
-            return Err(ApiError::with(
-                Code::Conflict,
-                format!("sandbox template {:?} already exists", i.name),
-                json!({ "object": format!("sandboxTemplate {}", i.name) }),
-            ));
-        };
-        same_tenant("sandboxTemplate", &id, &found.tenant_id, &i.tenant_id)?;
+        let taken = (
+            format!("sandbox template {:?} already exists", i.name),
+            format!("sandboxTemplate {}", i.name),
+        );
+        let table = ("sandbox_templates", "sandboxTemplate");
+        replayed(tx, table, &id, &i.tenant_id, taken).await?;
     }
     Ok(id)
 }
