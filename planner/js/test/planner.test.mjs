@@ -171,3 +171,10 @@ test('plan takes its options as optional', () => {
   assert.deepStrictEqual(planner.plan(doc, exported, null), withoutPrune);
   assert.deepStrictEqual(planner.plan(doc, exported, { prune: false }), withoutPrune);
 });
+
+test('plan refuses options that are not {prune?: boolean}', () => {
+  const dir = join(goldenDir, planCases[0]);
+  const doc = read(dir, 'document.json').toString('utf8');
+  const exported = read(dir, 'export.json').toString('utf8');
+  assert.throws(() => planner.plan(doc, exported, { prune: 'yes' }), /options: expected \{prune\?: boolean\}/);
+});
