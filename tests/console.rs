@@ -1,8 +1,8 @@
 //! The console in real headless Chromium, served by the real binary (`--demo`, a fresh SQLite
 //! file): sign in, see drift after a hand edit, validate and plan a document in the page (its
 //! planHash equals the server's `fleet.plan`), get CONFIG_DRIFT explained for a stale plan,
-//! apply, and see the drift cleared. Screenshots of every view land in
-//! `target/console-screenshots/`.
+//! apply, and see the drift cleared. Screenshots of every view, at a laptop's width (1366) and a
+//! tablet's (768), land in `target/console-screenshots/`.
 
 mod common;
 
@@ -92,7 +92,17 @@ fn screenshot_dir() -> PathBuf {
     dir
 }
 
-/// A screenshot of the whole page at `width` (the window grows to the page's height).
+/// Screenshots of the whole page at a laptop's width and a tablet's (`NAME-laptop.png`,
+/// `NAME-tablet.png`); at each, nothing may be wider than the window.
+async fn screenshots(browser: &Browser, name: &str) {
+    for (suffix, width) in [("laptop", 1366), ("tablet", 768)] {
+        screenshot(browser, &format!("{name}-{suffix}"), width).await;
+    }
+}
+
+/// A screenshot of the whole page at `width` (the window grows to the page's height). The page
+/// must fit the width: no sideways scrolling, and no fact of the drift view running into the
+/// next (a long principal id did).
 async fn screenshot(browser: &Browser, name: &str, width: u32) {
     browser.set_window_size(width, 900).await.unwrap();
     let height = browser
@@ -105,6 +115,18 @@ async fn screenshot(browser: &Browser, name: &str, width: u32) {
     // The window's frame takes some of its height; add a margin so nothing is cut.
     browser.set_window_size(width, height + 140).await.unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
+    let overflow = browser
+        .execute(
+            "const page = document.documentElement; const out = []; \
+             if (page.scrollWidth > page.clientWidth) out.push('the page: ' + page.scrollWidth); \
+             for (const dd of document.querySelectorAll('#applied dd')) \
+               if (dd.scrollWidth > dd.clientWidth) out.push(dd.id + ': ' + dd.scrollWidth + ' > ' + dd.clientWidth); \
+             return out;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(overflow, json!([]), "{name}: wider than its box at {width}");
     let png = browser.screenshot().await.unwrap();
     let path = screenshot_dir().join(format!("{name}.png"));
     std::fs::write(&path, png).unwrap();
@@ -118,6 +140,20 @@ async fn console_errors(browser: &Browser) -> Vec<String> {
         .await
         .unwrap();
     serde_json::from_value(errors).unwrap_or_default()
+}
+
+/// The id of the focused element (`BODY` when nothing has the focus).
+async fn focused(browser: &Browser) -> String {
+    browser
+        .execute(
+            "const e = document.activeElement; return e ? (e.id || e.tagName) : 'BODY';",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 async fn watch_console(browser: &Browser) {
@@ -232,10 +268,16 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     assert!(!index.contains("unsafe-inline"), "{index}");
 
     let browser = Browser::start().await;
+    // Only this run's screenshots, none of an older one's.
+    let _ = std::fs::remove_dir_all(screenshot_dir());
     browser.goto(&server.url("/")).await.unwrap();
     wait_for(&browser, "#api-key").await;
     watch_console(&browser).await;
-    screenshot(&browser, "1-sign-in", 1280).await;
+    assert_eq!(
+        browser.title().await.unwrap(),
+        "Fleet drift · better-compute"
+    );
+    screenshots(&browser, "01-sign-in").await;
 
     // Refusals say why, and the key never lands in the URL.
     for (key, expected) in [
@@ -248,8 +290,20 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         click(&browser, "#sign-in").await;
         wait_text(&browser, "#signin-error", |t| t.contains(expected)).await;
         assert!(!browser.current_url().await.unwrap().as_str().contains(key));
+        // The key takes the focus back (the button had it, disabled while checking), marked
+        // invalid and described by the refusal.
+        assert_eq!(focused(&browser).await, "api-key");
+        let input = wait_for(&browser, "#api-key").await;
+        assert_eq!(
+            input.attr("aria-invalid").await.unwrap().as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            input.attr("aria-describedby").await.unwrap().as_deref(),
+            Some("signin-error")
+        );
     }
-    screenshot(&browser, "2-refused", 1280).await;
+    screenshots(&browser, "02-refused").await;
 
     // The administrator sees the hand edit as drift.
     let input = wait_for(&browser, "#api-key").await;
@@ -271,6 +325,9 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     } else {
         let changes = wait_text(&browser, "#drift-changes", |t| t.contains("~ pool vps-fra")).await;
         assert!(changes.contains("policy"), "{changes}");
+        // Which side of the arrow is which: a drift is the plan back to the document.
+        let legend = wait_text(&browser, "#drift-legend", |_| true).await;
+        assert!(legend.contains("live value → the document's"), "{legend}");
         let applied_at = wait_text(&browser, "#applied-at", |t| t.ends_with("UTC")).await;
         assert!(applied_at.starts_with("20"), "{applied_at}");
         let status = ok(
@@ -292,8 +349,13 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
             assert!(text.contains("0.35"), "{text}");
         }
     }
-    screenshot(&browser, "3-drift", 1280).await;
-    screenshot(&browser, "3-drift-tablet", 800).await;
+    // The tenants by name and id.
+    let options = wait_text(&browser, "#tenant", |t| t.contains("(globex)")).await;
+    assert!(
+        options.contains("Root (root)") && options.contains("Globex (globex)"),
+        "{options}"
+    );
+    screenshots(&browser, "03-drift").await;
 
     // The plan view: a document with a mistake shows its path; fixed, it plans in the page.
     click(&browser, "#tab-plan").await;
@@ -359,7 +421,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
             .await
             .unwrap()
     );
-    screenshot(&browser, "4-plan-invalid", 1280).await;
+    screenshots(&browser, "04-plan-invalid").await;
 
     // Fixed (the baseline again): one update, the pool's policy back to the document's.
     let document = serde_json::to_string_pretty(&baseline).unwrap();
@@ -383,7 +445,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let calls = wait_text(&browser, "#plan-calls", |t| t.contains("pool.update")).await;
     let calls: Value = serde_json::from_str(&calls).unwrap();
     assert_eq!(calls, server_plan["calls"]);
-    screenshot(&browser, "5-plan", 1280).await;
+    screenshots(&browser, "05-plan").await;
 
     // The fleet moves after the export: the reviewed plan is stale, and the page says so.
     let now = ok(
@@ -402,9 +464,27 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
                 "policy": { "disruptionBudget": 0.5 } }),
     )
     .await;
+    // The confirmation takes the focus; Escape cancels it and gives the focus back to Apply.
+    click(&browser, "#apply").await;
+    wait_for(&browser, "#confirm").await;
+    assert_eq!(focused(&browser).await, "confirm-apply");
+    browser
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&Key::Escape)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while browser.find(Locator::Css("#confirm")).await.is_ok() {
+        assert!(Instant::now() < deadline, "Escape did not cancel");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(focused(&browser).await, "apply");
     click(&browser, "#apply").await;
     let confirm = wait_text(&browser, "#confirm-summary", |_| true).await;
     assert_eq!(confirm, summary.trim());
+    screenshots(&browser, "06-confirm").await;
     click(&browser, "#confirm-apply").await;
     let explained = wait_text(&browser, "#config-drift", |_| true).await;
     assert!(
@@ -412,7 +492,9 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         "{explained}"
     );
     assert!(explained.contains("CONFIG_DRIFT"), "{explained}");
-    screenshot(&browser, "6-config-drift", 1280).await;
+    // The keyboard lands on what to do next, not on the page's top.
+    assert_eq!(focused(&browser).await, "refresh-replan");
+    screenshots(&browser, "07-config-drift").await;
 
     // Refresh and re-plan: the page's new planHash is the server's again; apply it.
     click(&browser, "#refresh-replan").await;
@@ -432,7 +514,8 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let result = wait_text(&browser, "#apply-result", |_| true).await;
     assert!(result.contains("1 call ran"), "{result}");
     assert!(result.contains(fresh_hash), "{result}");
-    screenshot(&browser, "7-applied", 1280).await;
+    assert_eq!(focused(&browser).await, "show-drift");
+    screenshots(&browser, "08-applied").await;
 
     // The drift view shows the new baseline, and no drift.
     click(&browser, "#show-drift").await;
@@ -459,7 +542,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
             wait_text(&browser, "#timeline", |t| t.contains("fleet.drifted")).await;
         }
     }
-    screenshot(&browser, "8-drift-cleared", 1280).await;
+    screenshots(&browser, "09-drift-cleared").await;
 
     // Another tenant that never applied says so.
     browser
@@ -471,6 +554,15 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         .await
         .unwrap();
     wait_text(&browser, "#never-applied", |t| t.contains("globex")).await;
+    // Nothing to check against: no Check now.
+    assert!(
+        !wait_for(&browser, "#check-now")
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    screenshots(&browser, "10-never-applied").await;
 
     // Planning the maximal document (1000 items per list) in the page: the time the page
     // reports is printed, not asserted (a debug build of the console is many times slower).

@@ -127,19 +127,25 @@ fn SessionBar() -> impl IntoView {
 /// list does not have it, as before the list arrives).
 fn tenant_options_html(current: &str, tenants: &[Tenant]) -> String {
     let mut m = Markup::default();
-    let mut option = |id: &str| {
+    // Named as "Acme Corp (acme)": people know the name, the CLI and the API the id.
+    let mut option = |id: &str, name: &str| {
         if id == current {
             m.open("option", &[("value", id), ("selected", "")]);
         } else {
             m.open("option", &[("value", id)]);
         }
-        m.text(id).close("option");
+        if name.is_empty() || name == id {
+            m.text(id);
+        } else {
+            m.text(name).text(" (").text(id).text(")");
+        }
+        m.close("option");
     };
     if !tenants.iter().any(|t| t.id == current) {
-        option(current);
+        option(current, "");
     }
     for tenant in tenants {
-        option(&tenant.id);
+        option(&tenant.id, &tenant.name);
     }
     m.finish()
 }

@@ -13,6 +13,14 @@ use leptos::prelude::*;
 pub fn DriftView() -> impl IntoView {
     let console = expect_context::<Console>();
     let loading = move || console.status.with(|s| s.loading);
+    // Nothing to check for a tenant that never applied a document.
+    let never_applied = move || {
+        console
+            .status
+            .with(|s| s.value.as_ref().is_some_and(|v| v.applied.is_none()))
+    };
+    // "Checking…" for a check of a shown status, not while the first status loads.
+    let checking = move || console.status.with(|s| s.loading && s.value.is_some());
     view! {
         <section class="card" aria-labelledby="drift-title" aria-busy=move || loading().to_string()>
             <div class="card-head">
@@ -20,12 +28,12 @@ pub fn DriftView() -> impl IntoView {
                 <div class="actions">
                     <button
                             id="check-now"
-                            hidden=move || !console.check_available.get()
+                            hidden=move || !console.check_available.get() || never_applied()
                             type="button"
                             disabled=loading
                             on:click=move |_| console.check_now()
                         >
-                            {move || if loading() { "Checking…" } else { "Check now" }}
+                            {move || if checking() { "Checking…" } else { "Check now" }}
                         </button>
                 </div>
             </div>
@@ -182,6 +190,12 @@ fn status_html(status: &Status) -> String {
                     "p",
                     &[("id", "drift-summary"), ("class", "summary")],
                     &summary_line(&drift.summary),
+                )
+                // A drift is the plan back to the document: say which side is which.
+                .element(
+                    "p",
+                    &[("id", "drift-legend"), ("class", "legend muted small")],
+                    "Each change is what applying the document again would do; a field shows its live value → the document's.",
                 )
                 .open("div", &[("id", "drift-changes"), ("class", "changes")]);
             let mut html = m.finish();

@@ -448,7 +448,7 @@ fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
                     if count == 1 { "problem" } else { "problems" }
                 ),
             )
-            .text(" (nothing is sent to the server until the document is valid):")
+            .text(", found in your browser (nothing was sent to the server). The plan appears once they are fixed:")
             .close("p")
             .open("ul", &[]);
             for p in &invalid.problems {
@@ -523,6 +523,13 @@ fn plan_html(plan: &Plan, limit: usize) -> String {
         );
     }
     m.close("p");
+    if summary.update > 0 {
+        m.element(
+            "p",
+            &[("class", "legend muted small")],
+            "A field shows its value now → after the apply.",
+        );
+    }
     m.open("div", &[("id", "plan-changes"), ("class", "changes")]);
     let changes = changes_html(plan.changes.iter().map(ChangeRef::from), limit);
     let mut html = m.finish();
@@ -573,20 +580,32 @@ fn ApplyPanel(
     // What the panel says (a confirmation, the answer) is HTML written into `message`; the
     // confirmation takes the focus, so Enter applies and Escape cancels.
     let message = NodeRef::<html::Div>::new();
+    let apply_button = NodeRef::<html::Button>::new();
     Effect::new(move |_| {
         let Some(element) = message.get() else {
             return;
         };
         let tenant = console.tenant.get_untracked();
         applying.with(|a| element.set_inner_html(&apply_message_html(a, planned, &tenant)));
-        if matches!(applying.get_untracked(), Applying::Confirming)
-            && let Some(button) = element
-                .query_selector("#confirm-apply")
-                .ok()
-                .flatten()
-                .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
-        {
-            let _ = button.focus();
+        // The confirmation takes the focus. Otherwise, when the focused button went away
+        // (Apply now, Cancel, the disabled Apply while sending), the answer's button or the
+        // Apply button takes it, so the keyboard is not sent back to the page's top.
+        let confirming = matches!(applying.get_untracked(), Applying::Confirming);
+        let lost = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.active_element())
+            .is_none_or(|e| e.tag_name() == "BODY");
+        if !(confirming || lost) {
+            return;
+        }
+        let target = element
+            .query_selector("button")
+            .ok()
+            .flatten()
+            .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
+            .or_else(|| apply_button.get_untracked().map(Into::into));
+        if let Some(target) = target {
+            let _ = target.focus();
         }
     });
     let can_apply = move || {
@@ -628,6 +647,7 @@ fn ApplyPanel(
                 <div class="actions">
                     <button
                         id="apply"
+                        node_ref=apply_button
                         type="button"
                         disabled=move || !can_apply()
                         on:click=move |_| applying.set(Applying::Confirming)

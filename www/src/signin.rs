@@ -4,6 +4,7 @@
 use crate::api::{self, ApiError};
 use crate::markup::Markup;
 use crate::state::Console;
+use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -27,6 +28,7 @@ pub fn SignIn() -> impl IntoView {
     let key = RwSignal::new(String::new());
     let pending = RwSignal::new(false);
     let error = RwSignal::new(None::<ApiError>);
+    let input = NodeRef::<html::Input>::new();
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let candidate = key.get_untracked().trim().to_owned();
@@ -35,12 +37,24 @@ pub fn SignIn() -> impl IntoView {
         }
         pending.set(true);
         error.set(None);
+        if let Some(input) = input.get_untracked() {
+            let _ = input.remove_attribute("aria-invalid");
+        }
         spawn_local(async move {
             let answer = api::fleet_status(&candidate, "root").await;
             pending.set(false);
             match answer {
                 Ok(_) => console.sign_in(candidate),
-                Err(e) => error.set(Some(e)),
+                Err(e) => {
+                    error.set(Some(e));
+                    // The button had the focus and was disabled while checking: give it
+                    // to the key, selected, to type or paste another.
+                    if let Some(input) = input.get_untracked() {
+                        let _ = input.set_attribute("aria-invalid", "true");
+                        let _ = input.focus();
+                        input.select();
+                    }
+                }
             }
         });
     };
@@ -54,7 +68,11 @@ pub fn SignIn() -> impl IntoView {
                 <label for="api-key">"API key"</label>
                 <input
                     id="api-key"
+                    node_ref=input
                     type="password"
+                    autofocus
+                    // Names the refusal once there is one (an absent id describes nothing).
+                    aria-describedby="signin-error"
                     autocomplete="off"
                     spellcheck="false"
                     placeholder="bc_…"
