@@ -266,6 +266,13 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     assert!(index.contains("Content-Security-Policy"), "{index}");
     assert!(!index.contains("<script type=\"module\">"), "{index}");
     assert!(!index.contains("unsafe-inline"), "{index}");
+    // No integrity on the .wasm's fetch preload: browsers ignore it there and warn in the
+    // console on every load.
+    let preload = index
+        .split('<')
+        .find(|tag| tag.contains("as=\"fetch\""))
+        .unwrap_or_else(|| panic!("no fetch preload in {index}"));
+    assert!(!preload.contains("integrity"), "{preload}");
 
     let browser = Browser::start().await;
     // Only this run's screenshots, none of an older one's.
@@ -714,6 +721,62 @@ async fn the_tabs_follow_the_arrow_keys() {
             "after {key:?}"
         );
     }
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// A session whose key the server refuses (kept in the tab from before) gets the refusal page:
+/// its button has the focus, and there is no tenant to pick; the button leads back to sign-in.
+#[tokio::test]
+async fn a_refused_session_says_why_and_offers_another_key() {
+    let (server, admin, _keys) = demo_server("console-refused-key");
+    let sa = ok(
+        &server,
+        &admin,
+        "serviceAccount.create",
+        json!({ "tenantId": "acme", "name": "viewer" }),
+    )
+    .await;
+    let outsider = ok(
+        &server,
+        &admin,
+        "apiKey.create",
+        json!({ "tenantId": "acme", "principalId": sa["id"] }),
+    )
+    .await["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    // The sign-in form starts with the focus on the key.
+    wait_for(&browser, "#api-key").await;
+    assert_eq!(focused(&browser).await, "api-key");
+    browser
+        .execute(
+            "sessionStorage.setItem('better-compute.apiKey', arguments[0]);",
+            vec![json!(outsider)],
+        )
+        .await
+        .unwrap();
+    browser.refresh().await.unwrap();
+    watch_console(&browser).await;
+    let refusal = wait_text(&browser, "#refusal", |_| true).await;
+    assert!(
+        refusal.contains("not a platform administrator"),
+        "{refusal}"
+    );
+    assert_eq!(focused(&browser).await, "use-another-key");
+    assert!(
+        !wait_for(&browser, "#tenant")
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    click(&browser, "#use-another-key").await;
+    wait_for(&browser, "#api-key").await;
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

@@ -18,3 +18,7 @@ awk -v src="/boot-$hash.js" '
   !inside
 ' "$html" > "$html.tmp"
 mv "$html.tmp" "$html"
+# Trunk gives the .wasm's <link rel="preload" as="fetch"> an integrity attribute, which browsers
+# ignore for fetch preloads and say so in the console on every load (a warning); drop it there.
+sed -E 's#(<link rel="preload"[^>]* )integrity="[^"]*" ([^>]*as="fetch")#\1\2#' "$html" > "$html.tmp"
+mv "$html.tmp" "$html"

@@ -87,8 +87,9 @@ pub fn App() -> impl IntoView {
                     <p>"FleetConfig · Fleet drift"</p>
                 </div>
             </div>
-            // Always mounted (hidden when signed out): a `Show` costs more code than it saves.
-            <div hidden=move || console.key.with(Option::is_none)>
+            // Always mounted (hidden when signed out, or refused: no tenant to pick then): a
+            // `Show` costs more code than it saves.
+            <div hidden=move || console.key.with(Option::is_none) || console.refused.with(Option::is_some)>
                 <SessionBar />
             </div>
         </header>

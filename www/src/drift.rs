@@ -144,11 +144,11 @@ fn status_html(status: &Status) -> String {
     fact(&mut m, "", "Applied at");
     m.element("dd", &[("id", "applied-at")], &utc(applied.applied_at))
         .close("div");
-    fact(&mut m, "", "Prune");
-    m.element("dd", &[], if applied.prune { "yes" } else { "no" })
-        .close("div");
     fact(&mut m, "", "Last checked");
     m.element("dd", &[("id", "checked-at")], &checked)
+        .close("div");
+    fact(&mut m, "", "Prune");
+    m.element("dd", &[], if applied.prune { "yes" } else { "no" })
         .close("div");
     fact(&mut m, "wide", "Applied planHash");
     m.open("dd", &[])

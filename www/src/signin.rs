@@ -123,7 +123,7 @@ pub fn Refusal(error: ApiError) -> impl IntoView {
             <h2 id="refusal-title">"Access refused"</h2>
             <p>{refusal_text(&error)}</p>
             <p class="small"><code>{error.code.clone()}</code> " " {error.message.clone()}</p>
-            <button type="button" on:click=move |_| console.sign_out()>"Use another key"</button>
+            <button id="use-another-key" type="button" autofocus on:click=move |_| console.sign_out()>"Use another key"</button>
         </section>
     }
 }
