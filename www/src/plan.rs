@@ -448,7 +448,7 @@ fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
                     if count == 1 { "problem" } else { "problems" }
                 ),
             )
-            .text(", found in your browser (nothing was sent to the server). The plan appears once they are fixed:")
+            .text(", found in your browser (nothing was sent to the server):")
             .close("p")
             .open("ul", &[]);
             for p in &invalid.problems {
