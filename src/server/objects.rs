@@ -224,15 +224,7 @@ async fn run(
             )
             .await?;
             let current = current.first();
-            if let Some(expected) = i.if_revision {
-                check_revision(
-                    &object,
-                    expected,
-                    current
-                        .map(|q| q.revision)
-                        .ok_or_else(|| ApiError::conflict(&object, expected, None))?,
-                )?;
-            }
+            check_entry_revision(&object, i.if_revision, current.map(|q| q.revision))?;
             match (i.max, current) {
                 (None, Some(_)) => {
                     sqlx::query(
@@ -286,15 +278,7 @@ async fn run(
             )
             .await?;
             let current = current.first();
-            if let Some(expected) = i.if_revision {
-                check_revision(
-                    &object,
-                    expected,
-                    current
-                        .map(|o| o.revision)
-                        .ok_or_else(|| ApiError::conflict(&object, expected, None))?,
-                )?;
-            }
+            check_entry_revision(&object, i.if_revision, current.map(|o| o.revision))?;
             let quota = serde_json::to_string(&i.quota)?;
             if current.is_some() {
                 sqlx::query("UPDATE pool_offers SET quota = $1, priority = $2, revision = revision + 1 WHERE pool_id = $3 AND tenant_id = $4")
@@ -491,6 +475,20 @@ fn check_revision(object: &str, expected: u64, actual: i64) -> Result<(), ApiErr
         Ok(())
     } else {
         Err(ApiError::conflict(object, expected, Some(actual)))
+    }
+}
+
+/// The `ifRevision` of a call on an entry that may not exist (an owner quota entry, an offer):
+/// when given, the entry must exist at that revision.
+fn check_entry_revision(
+    object: &str,
+    expected: Option<u64>,
+    actual: Option<i64>,
+) -> Result<(), ApiError> {
+    match (expected, actual) {
+        (None, _) => Ok(()),
+        (Some(expected), None) => Err(ApiError::conflict(object, expected, None)),
+        (Some(expected), Some(actual)) => check_revision(object, expected, actual),
     }
 }
 
