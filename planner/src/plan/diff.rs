@@ -263,6 +263,8 @@ struct Planner<'a> {
     cur_templates: Current<'a, SandboxTemplate>,
     /// Existing flavors by (pool id, name).
     cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor>,
+    /// Ids of the references the export's objects do not answer (see [`Self::resolve`]): the
+    /// document's new items, config items without an object, offered pools.
     site_ids: HashMap<&'a str, Id<'a>>,
     account_ids: HashMap<&'a str, Id<'a>>,
     pool_ids: HashMap<&'a str, Id<'a>>,
@@ -329,11 +331,9 @@ impl<'a> Planner<'a> {
             cur_pools: Current::new(&config.pools, |p| &p.name),
             cur_templates: Current::new(&config.sandbox_templates, |t| &t.name),
             cur_flavors: capacity(slice(&config.flavors).len()),
-            site_ids: capacity(2 * slice(&config.sites).len() + slice(&doc.sites).len()),
-            account_ids: capacity(
-                2 * slice(&config.provider_accounts).len() + slice(&doc.provider_accounts).len(),
-            ),
-            pool_ids: capacity(2 * slice(&config.pools).len() + slice(&doc.pools).len()),
+            site_ids: capacity(slice(&doc.sites).len()),
+            account_ids: capacity(slice(&doc.provider_accounts).len()),
+            pool_ids: capacity(slice(&doc.pools).len() + ex.offered_pools.len()),
             flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
             changes: Vec::with_capacity(per_kind.iter().sum()),
             calls: Vec::new(),
@@ -342,38 +342,25 @@ impl<'a> Planner<'a> {
         planner
     }
 
-    /// Fills the reference maps: export names and ids first, then the document's names, so a
-    /// document item wins over an export item of the same name (they are the same object).
+    /// Fills the reference maps with what the export's objects do not answer: config names
+    /// without an object, offered pools, then the document's new names. A name the export
+    /// already resolves keeps that id (the document item is the same object).
     fn index_ids(&mut self) {
         let (doc, ex) = (self.doc, self.ex);
-        for object in &ex.objects {
-            if let Some(id) = &object.id {
-                let map = match object.kind {
-                    Kind::Site => &mut self.site_ids,
-                    Kind::ProviderAccount => &mut self.account_ids,
-                    Kind::Pool => &mut self.pool_ids,
-                    _ => continue,
-                };
-                map.insert(id.as_str(), Cow::Borrowed(id));
-                map.insert(object.name.as_str(), Cow::Borrowed(id));
-            }
-        }
-        // Names already indexed (from `objects`, or the same object in the export) keep their
-        // id; only the others are looked up.
         for s in slice(&ex.config.sites) {
-            if !self.site_ids.contains_key(s.name.as_str()) {
+            if self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.existing_id(Kind::Site, &s.name);
                 self.site_ids.insert(&s.name, id);
             }
         }
         for a in slice(&ex.config.provider_accounts) {
-            if !self.account_ids.contains_key(a.name.as_str()) {
+            if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
                 let id = self.existing_id(Kind::ProviderAccount, &a.name);
                 self.account_ids.insert(&a.name, id);
             }
         }
         for p in slice(&ex.config.pools) {
-            if !self.pool_ids.contains_key(p.name.as_str()) {
+            if self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.existing_id(Kind::Pool, &p.name);
                 self.pool_ids.insert(&p.name, id);
             }
@@ -389,7 +376,7 @@ impl<'a> Planner<'a> {
             }
         }
         for s in slice(&doc.sites) {
-            if !self.site_ids.contains_key(s.name.as_str()) {
+            if self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.id_of(Kind::Site, &s.name);
                 self.site_ids.insert(&s.name, id);
             }
@@ -398,20 +385,20 @@ impl<'a> Planner<'a> {
         // stay unknown.
         if !self.missing(Section::ProviderAccounts) {
             for a in slice(&doc.provider_accounts) {
-                if !self.account_ids.contains_key(a.name.as_str()) {
+                if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
                     let id = self.id_of(Kind::ProviderAccount, &a.name);
                     self.account_ids.insert(&a.name, id);
                 }
             }
         }
         for p in slice(&doc.pools) {
-            if !self.pool_ids.contains_key(p.name.as_str()) {
+            if self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.id_of(Kind::Pool, &p.name);
                 self.pool_ids.insert(&p.name, id);
             }
         }
         for f in slice(&ex.config.flavors) {
-            let pool = self.pool_ids.get(f.pool.as_str()).cloned();
+            let pool = self.resolve(Kind::Pool, &f.pool);
             let pool = pool.unwrap_or(Cow::Borrowed(&f.pool));
             let id = self.existing_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
             self.flavor_ids.insert((pool.clone(), &f.name), id);
@@ -422,7 +409,7 @@ impl<'a> Planner<'a> {
             false => slice(&doc.flavors),
         };
         for f in doc_flavors {
-            let Some(pool) = self.pool_ids.get(f.pool.as_str()).cloned() else {
+            let Some(pool) = self.resolve(Kind::Pool, &f.pool) else {
                 continue;
             };
             let id = match self.cur_flavors.get(&(pool.clone(), f.name.as_str())) {
@@ -497,9 +484,31 @@ impl<'a> Planner<'a> {
         self.ex.missing.contains(&section)
     }
 
+    /// The id a reference (a plan name or an id) of `kind` names: one the reference maps hold,
+    /// else an exported object's, by its plan name or by its id.
+    fn resolve(&self, kind: Kind, reference: &str) -> Option<Id<'a>> {
+        let made = match kind {
+            Kind::Site => &self.site_ids,
+            Kind::ProviderAccount => &self.account_ids,
+            Kind::Pool => &self.pool_ids,
+            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
+        };
+        if let Some(id) = made.get(reference) {
+            return Some(id.clone());
+        }
+        let id = |o: &&'a ObjectRef| o.id.as_deref();
+        let by_name = self.objects.get(&(kind, reference)).and_then(id);
+        let by_id = || self.by_id.get(reference).filter(|o| o.kind == kind);
+        by_name.or_else(|| by_id().and_then(id)).map(Cow::Borrowed)
+    }
+
     /// True when two references name the same object (`fra` and `site_01…` may).
-    fn same(map: &HashMap<&str, Id<'_>>, a: &str, b: &str) -> bool {
-        a == b || matches!((map.get(a), map.get(b)), (Some(x), Some(y)) if x == y)
+    fn same(&self, kind: Kind, a: &str, b: &str) -> bool {
+        a == b
+            || matches!(
+                (self.resolve(kind, a), self.resolve(kind, b)),
+                (Some(x), Some(y)) if x == y
+            )
     }
 
     /// Records a change; its call is kept only when nothing blocks it.
@@ -707,8 +716,8 @@ impl<'a> Planner<'a> {
             // The pools that stay after this plan, by the provider account they use.
             let pools = remaining(&self.doc.pools, &self.ex.config.pools);
             let users = first_users(pools.iter().filter_map(|p| {
-                let id = self.account_ids.get(p.provider_account.as_deref()?)?;
-                Some((id.clone(), p.name.as_str()))
+                let id = self.resolve(Kind::ProviderAccount, p.provider_account.as_deref()?)?;
+                Some((id, p.name.as_str()))
             }));
             for cur in self.cur_accounts.unmatched() {
                 let id = self.existing_id(Kind::ProviderAccount, &cur.name);
@@ -755,11 +764,11 @@ impl<'a> Planner<'a> {
             &self.ex.config.sandbox_templates,
         );
         let flavor_uses = flavors.iter().filter_map(|f| {
-            let id = self.pool_ids.get(f.pool.as_str())?.clone();
+            let id = self.resolve(Kind::Pool, &f.pool)?;
             Some((id, PoolUser::Flavor(&f.pool, &f.name)))
         });
         let template_uses = templates.iter().filter_map(|t| {
-            let id = self.pool_ids.get(t.pool.as_str())?.clone();
+            let id = self.resolve(Kind::Pool, &t.pool)?;
             Some((id, PoolUser::Template(&t.name)))
         });
         let users = first_users(flavor_uses.chain(template_uses));
@@ -787,19 +796,19 @@ impl<'a> Planner<'a> {
         let kept = |reference: fn(&Pool) -> Option<&str>| {
             current.is_some_and(|cur| reference(cur).is_some() && reference(cur) == reference(p))
         };
-        let site_id = self.site_ids.get(p.site.as_str()).cloned();
+        let site_id = self.resolve(Kind::Site, &p.site);
         if site_id.is_none() && !kept(|pool| Some(&pool.site)) {
             notes.push(format!("unknown site \"{}\"", p.site));
         }
         let account_id = p.provider_account.as_ref().map(|a| {
-            let id = self.account_ids.get(a.as_str()).cloned();
+            let id = self.resolve(Kind::ProviderAccount, a);
             if id.is_none() && !kept(|pool| pool.provider_account.as_deref()) {
                 notes.push(format!("unknown provider account \"{a}\""));
             }
             id.unwrap_or(Cow::Borrowed(a))
         });
-        let pool_id = match self.pool_ids.get(p.name.as_str()) {
-            Some(id) => id.clone(),
+        let pool_id = match self.resolve(Kind::Pool, &p.name) {
+            Some(id) => id,
             None => self.id_of(Kind::Pool, &p.name),
         };
         let cur = match existing {
@@ -827,13 +836,13 @@ impl<'a> Planner<'a> {
             Some(existing) => {
                 let cur = self.cur_pools.matching(existing);
                 let mut diff = Diff::default();
-                if !Self::same(&self.site_ids, &cur.site, &p.site) {
+                if !self.same(Kind::Site, &cur.site, &p.site) {
                     diff.fixed_differs("site", &cur.site, &p.site);
                 }
                 diff.fixed("class", &cur.class, &p.class);
                 diff.fixed("gpuModel", &cur.gpu_model, &p.gpu_model);
                 let same_account = match (&cur.provider_account, &p.provider_account) {
-                    (Some(a), Some(b)) => Self::same(&self.account_ids, a, b),
+                    (Some(a), Some(b)) => self.same(Kind::ProviderAccount, a, b),
                     (a, b) => a == b,
                 };
                 if !same_account {
@@ -1012,7 +1021,7 @@ impl<'a> Planner<'a> {
         let mut matched: HashSet<(&str, &str)> = HashSet::default();
         for f in slice(&self.doc.flavors) {
             let name = join(&f.pool, "/", &f.name);
-            let pool_id = self.pool_ids.get(f.pool.as_str()).cloned();
+            let pool_id = self.resolve(Kind::Pool, &f.pool);
             let mut notes = Vec::new();
             if missing {
                 notes.push("this deployment does not serve flavors (vps module)".to_owned());
@@ -1072,8 +1081,8 @@ impl<'a> Planner<'a> {
                 &self.ex.config.sandbox_templates,
             );
             let users = first_users(templates.iter().filter_map(|t| {
-                let pool = self.pool_ids.get(t.pool.as_str())?;
-                Some(((pool.clone(), t.flavor.as_str()), t.name.as_str()))
+                let pool = self.resolve(Kind::Pool, &t.pool)?;
+                Some(((pool, t.flavor.as_str()), t.name.as_str()))
             }));
             for cur in slice(&self.ex.config.flavors) {
                 if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
@@ -1081,9 +1090,8 @@ impl<'a> Planner<'a> {
                 }
                 let name = join(&cur.pool, "/", &cur.name);
                 let note = self
-                    .pool_ids
-                    .get(cur.pool.as_str())
-                    .and_then(|pool| users.get(&(pool.clone(), cur.name.as_str())))
+                    .resolve(Kind::Pool, &cur.pool)
+                    .and_then(|pool| users.get(&(pool, cur.name.as_str())))
                     .map(|user| format!("flavor is used by sandbox template \"{user}\""));
                 self.prune_delete(
                     Kind::Flavor,
@@ -1099,7 +1107,7 @@ impl<'a> Planner<'a> {
         let missing = self.missing(Section::SandboxTemplates);
         for t in slice(&self.doc.sandbox_templates) {
             let mut notes = Vec::new();
-            let pool_id = self.pool_ids.get(t.pool.as_str()).cloned();
+            let pool_id = self.resolve(Kind::Pool, &t.pool);
             let flavor_id = pool_id.as_ref().and_then(|p| {
                 self.flavor_ids
                     .get(&(p.clone(), t.flavor.as_str()))
@@ -1140,14 +1148,14 @@ impl<'a> Planner<'a> {
                 Some(existing) => {
                     let cur = self.cur_templates.matching(existing);
                     let mut diff = Diff::default();
-                    if !Self::same(&self.pool_ids, &cur.pool, &t.pool) {
+                    if !self.same(Kind::Pool, &cur.pool, &t.pool) {
                         diff.fixed_differs("pool", &cur.pool, &t.pool);
                     }
                     let same_flavor = cur.flavor == t.flavor
                         || {
                             let flavor = |pool: &str, name: &'a str| {
-                                let pool = self.pool_ids.get(pool)?;
-                                self.flavor_ids.get(&(pool.clone(), name))
+                                let pool = self.resolve(Kind::Pool, pool)?;
+                                self.flavor_ids.get(&(pool, name))
                             };
                             matches!((flavor(&cur.pool, &cur.flavor), flavor(&t.pool, &t.flavor)), (Some(a), Some(b)) if a == b)
                         };
