@@ -107,6 +107,12 @@ async fn objects_have_revisions_and_audit(db: Db) {
         .fails("providerAccount.create", json!({ "tenantId": "root", "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "plain" } }), "INVALID_INPUT")
         .await;
     assert_eq!(secret.details["path"], "config.token");
+    // The document's rule, to the letter: an env:// name starts with a letter or `_`, and a key
+    // with a dot is one step of the path.
+    let secret = fleet
+        .fails("providerAccount.create", json!({ "tenantId": "root", "name": "cloud", "provider": "hetzner-cloud", "config": { "api.key": "env://1TOKEN" } }), "INVALID_INPUT")
+        .await;
+    assert_eq!(secret.details["path"], r#"config["api.key"]"#);
 
     // Archive removes quotas and offers; the pool is gone from lists.
     let current = fleet

@@ -86,6 +86,26 @@ pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
     }
 }
 
+/// Appends `key` to the path `path` as every path of a problem is written (the server's too):
+/// `.key` (or `key` first) for a plain key of letters, digits, `_` and `-`; `["key"]`, quoted as
+/// JSON, for any other, so that a key with a dot stays one step of the path.
+pub fn push_key(path: &mut String, key: &str) {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
+    if plain {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+    } else {
+        path.push('[');
+        path.push_str(&serde_json::to_string(key).expect("strings serialize"));
+        path.push(']');
+    }
+}
+
 /// True for a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
 pub fn is_name(s: &str) -> bool {
     let b = s.as_bytes();
@@ -413,25 +433,7 @@ impl Walker {
                 Segment::Index(index) => {
                     let _ = write!(out, "[{index}]");
                 }
-                Segment::Key(start, end) => {
-                    let key = &self.keys[start..end];
-                    let plain = !key.is_empty()
-                        && key
-                            .bytes()
-                            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
-                    if plain {
-                        if !out.is_empty() {
-                            out.push('.');
-                        }
-                        out.push_str(key);
-                    } else {
-                        // Keys with dots or other characters are quoted so the path stays
-                        // unambiguous.
-                        out.push('[');
-                        out.push_str(&serde_json::to_string(key).expect("strings serialize"));
-                        out.push(']');
-                    }
-                }
+                Segment::Key(start, end) => push_key(&mut out, &self.keys[start..end]),
             }
         }
         out

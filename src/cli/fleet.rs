@@ -235,6 +235,14 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         );
     }
     check_blocked(&planned)?;
+    if request.json {
+        return match request.mode {
+            ApplyMode::Yes if !planned.calls.is_empty() => {
+                apply_call(client, &input(&planned.plan_hash.0), Print::Json, style)
+            }
+            _ => Ok(()),
+        };
+    }
     let connection: String = request
         .connection_args
         .iter()
@@ -247,14 +255,6 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         if request.prune { " --prune" } else { "" },
         planned.plan_hash
     );
-    if request.json {
-        return match request.mode {
-            ApplyMode::Yes if !planned.calls.is_empty() => {
-                apply_call(client, &input(&planned.plan_hash.0), Print::Json, style)
-            }
-            _ => Ok(()),
-        };
-    }
     if planned.calls.is_empty() {
         sayln!("Nothing to apply: fleet.apply was not called, so the drift baseline is unchanged.");
         sayln!("To record this document as the drift baseline anyway: {later}");

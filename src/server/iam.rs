@@ -410,37 +410,15 @@ fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiEr
         .find_map(|prefix| message.strip_prefix(prefix))
         .and_then(|rest| rest.split('`').next())
     {
-        path = child_path(&path, field);
+        planner::validate::push_key(&mut path, field);
     }
     ApiError::invalid(path, message)
 }
 
-/// `parent.key`, or `parent["key"]` for a key that is not plain (letters, digits, `_`, `-`),
-/// as the planner writes document paths.
-fn child_path(parent: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    match (plain, parent.is_empty()) {
-        (true, true) => key.to_owned(),
-        (true, false) => format!("{parent}.{key}"),
-        (false, _) => format!("{parent}[{}]", Value::String(key.to_owned())),
-    }
-}
-
 /// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
 pub fn check_name(path: &str, name: &str) -> Result<(), ApiError> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
-    if ok {
+    // The document's rule for names, from the planner: one rule for both.
+    if planner::validate::is_name(name) {
         Ok(())
     } else {
         Err(ApiError::invalid(

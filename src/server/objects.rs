@@ -524,11 +524,7 @@ fn create_id(
 }
 
 fn check_resource(path: &str, r: &str) -> Result<(), ApiError> {
-    let mut bytes = r.bytes();
-    let ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && r.len() <= 64
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if ok {
+    if planner::validate::is_resource(r) {
         Ok(())
     } else {
         Err(ApiError::invalid(
@@ -540,26 +536,16 @@ fn check_resource(path: &str, r: &str) -> Result<(), ApiError> {
     }
 }
 
-fn looks_secret(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
-    ["token", "password", "secret", "key", "credential"]
-        .iter()
-        .any(|w| k.contains(w))
-}
-
-fn is_reference(v: &str) -> bool {
-    (v.starts_with("secret://") && v.len() > 9)
-        || (v.starts_with("vault://") && v.len() > 8)
-        || v.strip_prefix("env://").is_some_and(|n| {
-            !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        })
-}
-
+/// Secret-looking keys hold references, by the document's rule (the planner's, so that a call
+/// made by hand accepts exactly what a document may hold).
 fn check_config(path: &str, map: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    use planner::validate::{is_secret_reference, looks_secret, push_key};
     for (k, v) in map {
-        if looks_secret(k) && !is_reference(v) {
+        if looks_secret(k) && !is_secret_reference(v) {
+            let mut path = path.to_owned();
+            push_key(&mut path, k);
             return Err(ApiError::invalid(
-                format!("{path}.{k}"),
+                path,
                 format!(
                     "{k:?} looks secret: give a reference (secret://, vault:// or env://NAME), never a value"
                 ),
