@@ -37,6 +37,25 @@ async fn ok(server: &Server, key: &str, method: &str, input: Value) -> Value {
 }
 
 /// The text of the element `css`, once `accept` holds for it.
+/// The key of a new service account `name` in acme: no platform administrator.
+async fn outsider_key(server: &Server, admin: &str, name: &str) -> String {
+    let sa = ok(
+        server,
+        admin,
+        "serviceAccount.create",
+        json!({ "tenantId": "acme", "name": name }),
+    )
+    .await;
+    let key = ok(
+        server,
+        admin,
+        "apiKey.create",
+        json!({ "tenantId": "acme", "principalId": sa["id"] }),
+    )
+    .await;
+    key["key"].as_str().unwrap().to_owned()
+}
+
 async fn wait_text(browser: &Browser, css: &str, accept: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + WAIT;
     let mut last = String::new();
@@ -238,23 +257,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let has_check = status == 200;
 
     // A key of a service account in acme, which is no platform administrator.
-    let sa = ok(
-        &server,
-        &admin,
-        "serviceAccount.create",
-        json!({ "tenantId": "acme", "name": "ci" }),
-    )
-    .await;
-    let outsider = ok(
-        &server,
-        &admin,
-        "apiKey.create",
-        json!({ "tenantId": "acme", "principalId": sa["id"] }),
-    )
-    .await["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let outsider = outsider_key(&server, &admin, "ci").await;
 
     // The page forbids inline scripts, and has none: a strict CSP holds.
     let index = reqwest::get(server.url("/"))
@@ -731,23 +734,7 @@ async fn the_tabs_follow_the_arrow_keys() {
 #[tokio::test]
 async fn a_refused_session_says_why_and_offers_another_key() {
     let (server, admin, _keys) = demo_server("console-refused-key");
-    let sa = ok(
-        &server,
-        &admin,
-        "serviceAccount.create",
-        json!({ "tenantId": "acme", "name": "viewer" }),
-    )
-    .await;
-    let outsider = ok(
-        &server,
-        &admin,
-        "apiKey.create",
-        json!({ "tenantId": "acme", "principalId": sa["id"] }),
-    )
-    .await["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let outsider = outsider_key(&server, &admin, "viewer").await;
     let browser = Browser::start().await;
     browser.goto(&server.url("/")).await.unwrap();
     // The sign-in form starts with the focus on the key.
