@@ -49,13 +49,17 @@ manifest() {
   "type": "$2",
   "main": "planner.js",
   "types": "planner.d.ts",
-  "files": ["planner.js", "planner.d.ts", "planner_bg.wasm", "planner_bg.wasm.d.ts", "planner_bg.js"],
+  "files": ["planner.js", "planner.d.ts", "planner_bg.wasm", "planner_bg.wasm.d.ts", "planner_bg.js", "snippets/"],
+  "engines": { "node": ">=20.19" },
   "sideEffects": ["./planner.js"]
 }
 JSON
 }
 manifest "$here/pkg-node" commonjs
 manifest "$here/pkg-bundler" module
+# The planner's JS snippet (building a plan's changes) is an ES module that the CommonJS glue
+# requires: Node 20.19 and later load it so when its folder says it is one.
+echo '{ "type": "module" }' >"$here/pkg-node/snippets/package.json"
 
 # wasm-opt (binaryen) where it is installed: a few percent faster code.
 wasm_opt="$(command -v wasm-opt || true)"

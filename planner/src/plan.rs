@@ -65,6 +65,31 @@ pub struct Change {
     pub reason: Option<String>,
 }
 
+impl Change {
+    /// True when the change says no more than its kind, name and action (an unchanged item,
+    /// a plain create).
+    pub fn is_bare(&self) -> bool {
+        // Destructured so that a new field must be considered here.
+        let Change {
+            kind: _,
+            name: _,
+            action: _,
+            fields,
+            before,
+            after,
+            blocked,
+            note,
+            reason,
+        } = self;
+        fields.is_empty()
+            && before.is_none()
+            && after.is_none()
+            && !blocked
+            && note.is_none()
+            && reason.is_none()
+    }
+}
+
 /// Counts per action.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,

@@ -3,12 +3,15 @@
 //! Documents and exports are accepted as JSON text, as UTF-8 bytes (`Uint8Array`, the
 //! cheapest to pass in: no string re-encoding) or as plain objects (written out by the native
 //! `JSON.stringify` and read as text: faster than visiting an object field by field across the
-//! boundary, and the validator reads text anyway). Results are plain objects
-//! built by `JSON.parse` of the planner's own serialization, so they have exactly the shape
-//! the server answers (one object, not a chain of getters); `planJson` answers that text
-//! itself, for tools that write the plan out.
+//! boundary, and the validator reads text anyway). Results are plain objects with exactly the
+//! shape the server answers (one object, not a chain of getters). Most are built by
+//! `JSON.parse` of the planner's own serialization; a plan's changes, thousands of
+//! `{kind, name, action}`, are built by a few lines of JS from one string of names and a
+//! byte per change, five times faster than parsing them. `planJson` answers the plan's JSON
+//! text, for tools that write the plan out.
 
-use crate::{Export, PlanOptions};
+use crate::calls::Call;
+use crate::{Change, Export, PlanHash, PlanOptions, Summary};
 use js_sys::{JSON, Reflect, Uint8Array};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -96,7 +99,8 @@ pub fn plan(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
-    Ok(to_js(&planned(doc, exported, options)?)?)
+    let plan = planned(doc, exported, options)?;
+    Ok(to_js_plan(&plan)?)
 }
 
 /// `plan`, answered as the plan's JSON text: for tools that write the plan out or send it on,
@@ -198,6 +202,80 @@ fn read_export(value: JsValue) -> Result<Export, JsError> {
 fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
     let text = serde_json::to_string(value)?;
     JSON::parse(&text).map_err(|_| JsError::new("the planner produced JSON that JS cannot parse"))
+}
+
+// Builds a plan from its parts (see `to_js_plan`). The tables are `Kind` and `Action` in
+// declaration order.
+#[wasm_bindgen(inline_js = r#"
+const KINDS = ['site', 'providerAccount', 'pool', 'ownerQuota', 'offer', 'flavor', 'sandboxTemplate'];
+const ACTIONS = ['create', 'update', 'delete', 'unchanged'];
+export function planFromParts(names, ends, codes, full, rest) {
+  const more = JSON.parse(full);
+  const changes = new Array(codes.length);
+  for (let i = 0, start = 0, k = 0; i < codes.length; i++) {
+    const code = codes[i];
+    changes[i] = code & 1
+      ? more[k++]
+      : { kind: KINDS[code >> 3], name: names.slice(start, ends[i]), action: ACTIONS[(code >> 1) & 3] };
+    start = ends[i];
+  }
+  const { calls, summary, planHash } = JSON.parse(rest);
+  return { changes, calls, summary, planHash };
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = planFromParts)]
+    fn plan_from_parts(names: &str, ends: &[u32], codes: &[u8], full: &str, rest: &str) -> JsValue;
+}
+
+/// A plan as JS objects. A change with only `kind`, `name` and `action` (nearly all of them)
+/// travels as its name in one string, its end there and one byte: kind << 3 | action << 1. The other changes (code | 1) and the rest of the plan go as
+/// JSON.
+fn to_js_plan(plan: &crate::Plan) -> Result<JsValue, JsError> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Rest<'a> {
+        calls: &'a [Call],
+        summary: &'a Summary,
+        plan_hash: &'a PlanHash,
+    }
+    let mut names = String::new();
+    let mut ends = Vec::with_capacity(plan.changes.len());
+    let mut codes = Vec::with_capacity(plan.changes.len());
+    let mut full: Vec<&Change> = Vec::new();
+    let mut end = 0u32;
+    for change in &plan.changes {
+        let action = match change.action {
+            crate::Action::Create => 0,
+            crate::Action::Update => 1,
+            crate::Action::Delete => 2,
+            crate::Action::Unchanged => 3,
+        };
+        let mut code = (change.kind as u8) << 3 | action << 1;
+        // A bare change's name is a document's (ASCII) names joined: its bytes are its
+        // UTF-16 units. Anything else travels as JSON.
+        if change.is_bare() && change.name.is_ascii() {
+            names.push_str(&change.name);
+            end += change.name.len() as u32;
+        } else {
+            code |= 1;
+            full.push(change);
+        }
+        ends.push(end);
+        codes.push(code);
+    }
+    let rest = Rest {
+        calls: &plan.calls,
+        summary: &plan.summary,
+        plan_hash: &plan.plan_hash,
+    };
+    Ok(plan_from_parts(
+        &names,
+        &ends,
+        &codes,
+        &serde_json::to_string(&full)?,
+        &serde_json::to_string(&rest)?,
+    ))
 }
 
 /// An `Error` with `code: "INVALID_INPUT"` and `problems`, as the server's error details.

@@ -72,11 +72,14 @@ const files = {
   '/document.json': ['application/json', () => readFileSync(join(fixtureDir, 'document.json'))],
   '/export.json': ['application/json', () => readFileSync(join(fixtureDir, 'export.json'))],
   '/microdiff.js': ['text/javascript', () => readFileSync(join(here, 'node_modules/microdiff/dist/index.js'))],
-  '/planner/planner.js': ['text/javascript', () => readFileSync(join(web, 'planner.js'))],
   '/planner/planner_bg.wasm': ['application/wasm', () => readFileSync(join(web, 'planner_bg.wasm'))],
 };
 const server = createServer((req, res) => {
-  const file = files[req.url];
+  // The glue and its snippets (the plan builder), as wasm-bindgen laid them out.
+  const script = req.url.startsWith('/planner/') && req.url.endsWith('.js') && !req.url.includes('..');
+  const file = script
+    ? ['text/javascript', () => readFileSync(join(web, req.url.slice('/planner/'.length)))]
+    : files[req.url];
   if (!file) {
     res.writeHead(404).end();
     return;

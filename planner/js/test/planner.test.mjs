@@ -54,6 +54,8 @@ for (const name of planCases) {
     const asText = planner.planJson(new Uint8Array(documentBytes), new Uint8Array(exportBytes), options);
     assert.equal(typeof asText, 'string');
     assert.deepStrictEqual(JSON.parse(asText), expected);
+    // plan's objects (built from parts) have planJson's keys in planJson's order.
+    assert.equal(JSON.stringify(fromBytes), asText);
 
     // planHash is the SHA-256 of the calls as an independent JCS implementation writes them.
     assert.equal(sha256(canonicalize(fromText.calls)), expected.planHash);
