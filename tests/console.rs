@@ -189,6 +189,28 @@ async fn watch_console(browser: &Browser) {
         .unwrap();
 }
 
+/// Records every position the events card takes while it is shown (`window.__timelineTops`,
+/// one entry per change), frame by frame.
+async fn watch_timeline(browser: &Browser) {
+    browser
+        .execute(
+            "window.__timelineTops = []; \
+             const sample = () => { \
+               const card = document.querySelector('section[aria-labelledby=\"timeline-title\"]'); \
+               if (card && card.offsetParent !== null) { \
+                 const top = Math.round(card.getBoundingClientRect().top + window.scrollY); \
+                 const tops = window.__timelineTops; \
+                 if (tops[tops.length - 1] !== top) tops.push(top); \
+               } \
+               requestAnimationFrame(sample); \
+             }; \
+             sample();",
+            vec![],
+        )
+        .await
+        .unwrap();
+}
+
 fn pool_ref<'a>(export: &'a Value, name: &str) -> &'a Value {
     export["objects"]
         .as_array()
@@ -319,8 +341,20 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let input = wait_for(&browser, "#api-key").await;
     input.clear().await.unwrap();
     input.send_keys(&admin).await.unwrap();
+    watch_timeline(&browser).await;
     click(&browser, "#sign-in").await;
     wait_for(&browser, "#applied-plan-hash").await;
+    // The events card shows once, where it stays: nothing loading above it pushes it down.
+    wait_for(&browser, "#timeline, #no-events").await;
+    let tops = browser
+        .execute("return window.__timelineTops;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        tops.as_array().map(Vec::len),
+        Some(1),
+        "the events card moved while the view loaded (its tops, in page pixels): {tops}"
+    );
     assert!(
         !browser
             .current_url()

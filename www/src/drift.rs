@@ -227,11 +227,18 @@ fn status_html(status: &Status) -> String {
 #[component]
 fn Timeline() -> impl IntoView {
     let console = expect_context::<Console>();
+    // Shown once the status above has its first answer: the status grows from a one-line
+    // placeholder to its facts and changes, and would push a card already shown down.
+    let status_pending = move || {
+        console
+            .status
+            .with(|s| s.value.is_none() && s.error.is_none())
+    };
     view! {
         <section
             class="card"
             aria-labelledby="timeline-title"
-            hidden=move || !console.events_available.get()
+            hidden=move || !console.events_available.get() || status_pending()
         >
             <div class="card-head">
                 <h2 id="timeline-title">"Recent drift events"</h2>
