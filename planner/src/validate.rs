@@ -131,11 +131,22 @@ pub fn is_resource(s: &str) -> bool {
 /// True when a map key looks like it holds a secret (token, password, secret, key,
 /// credential; any case), so its value must be a reference.
 pub fn looks_secret(key: &str) -> bool {
-    const NEEDLES: [&[u8]; 5] = [b"token", b"password", b"secret", b"key", b"credential"];
+    // One pass over the key: only where a needle's first letter stands is that needle
+    // compared (every config and env key of a document passes here).
     let k = key.as_bytes();
-    NEEDLES
-        .iter()
-        .any(|n| k.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n)))
+    (0..k.len()).any(|i| {
+        let needle: &[u8] = match k[i].to_ascii_lowercase() {
+            b't' => b"token",
+            b'p' => b"password",
+            b's' => b"secret",
+            b'k' => b"key",
+            b'c' => b"credential",
+            _ => return false,
+        };
+        k[i..]
+            .get(..needle.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(needle))
+    })
 }
 
 /// True for a secret reference: `secret://...`, `vault://...` or `env://NAME` with NAME like

@@ -334,15 +334,16 @@ pub async fn fetch<T: serde::de::DeserializeOwned>(
     conn: &mut AnyConnection,
     columns: &str,
     from: &str,
-    order: &str,
+    order: Option<&str>,
     args: &[&str],
 ) -> Result<Vec<T>, sqlx::Error> {
+    let order = order.map(|o| format!(" ORDER BY {o}")).unwrap_or_default();
     let sql = match Backend::of(conn) {
         Backend::Postgres => format!(
-            "SELECT COALESCE(json_agg(json_build_array({columns}) ORDER BY {order}), '[]')::text FROM {from}"
+            "SELECT COALESCE(json_agg(json_build_array({columns}){order}), '[]')::text FROM {from}"
         ),
         Backend::Sqlite => {
-            format!("SELECT json_group_array(json_array({columns}) ORDER BY {order}) FROM {from}")
+            format!("SELECT json_group_array(json_array({columns}){order}) FROM {from}")
         }
     };
     let mut q = sqlx::query_scalar::<_, String>(&sql);
@@ -351,6 +352,24 @@ pub async fn fetch<T: serde::de::DeserializeOwned>(
     }
     let rows = q.fetch_one(conn).await?;
     serde_json::from_str(&rows).map_err(|err| sqlx::Error::Decode(Box::new(err)))
+}
+
+/// Whether the rows of a `load_*` function come in its documented order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// In order (a listing, an answer, anything that shows them as they come).
+    Ordered,
+    /// As the database finds them, for a reader that orders or indexes them itself. Sorting
+    /// in the database is not free: an export's thousands of rows, sorted there, were a sixth
+    /// of a `fleet.plan`.
+    Unordered,
+}
+
+impl Rows {
+    /// `order` when the rows are to be ordered.
+    pub fn by(self, order: &str) -> Option<&str> {
+        (self == Rows::Ordered).then_some(order)
+    }
 }
 
 /// Reads an optional text column.

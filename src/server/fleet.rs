@@ -5,7 +5,7 @@
 //! browser and the CLI reproduce it offline.
 
 use super::api::Answer;
-use super::db::{fetch, now_ms};
+use super::db::{Rows, fetch, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{
     AuditBatch, Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope,
@@ -421,7 +421,7 @@ pub async fn build_export(
         &mut *conn,
         "kind, object_id, name",
         "fleet_names WHERE tenant_id = $1",
-        "kind, object_id",
+        None, // into maps
         &[tenant],
     )
     .await?;
@@ -447,7 +447,13 @@ pub async fn build_export(
 
     let mut sites = Vec::new();
     let mut site_names = HashMap::new();
-    for s in load_sites(conn, "tenant_id = $1", &[tenant]).await? {
+    // The tenant's rows come unordered (sorting thousands of rows in the database cost more
+    // than the rest of their read); everything below is indexed, or sorted by name at the end.
+    // Sites and pools are sorted by id first, so that two with one name (a fleet name that is
+    // another's id) keep the order they always had.
+    let mut site_rows = load_sites(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await?;
+    site_rows.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+    for s in site_rows {
         let name = name_of(Kind::Site, &s.id);
         object(Kind::Site, &name, Some(&s.id), s.revision);
         site_names.insert(s.id.clone(), name.clone());
@@ -461,7 +467,7 @@ pub async fn build_export(
     let mut account_names = HashMap::new();
     let accounts = if modules.vps {
         let mut out = Vec::new();
-        for a in load_accounts(conn, "tenant_id = $1", &[tenant]).await? {
+        for a in load_accounts(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await? {
             object(Kind::ProviderAccount, &a.name, Some(&a.id), a.revision);
             account_names.insert(a.id.clone(), a.name.clone());
             out.push(doc::ProviderAccount {
@@ -477,12 +483,20 @@ pub async fn build_export(
 
     let mut pools = Vec::new();
     let mut pool_names = HashMap::new();
-    let pool_rows = load_pools(conn, "tenant_id = $1 AND archived = 0", &[tenant]).await?;
+    let mut pool_rows = load_pools(
+        conn,
+        "tenant_id = $1 AND archived = 0",
+        &[tenant],
+        Rows::Unordered,
+    )
+    .await?;
+    pool_rows.sort_unstable_by(|a, b| a.id.cmp(&b.id));
     let mut quotas: BTreeMap<String, Vec<_>> = BTreeMap::new();
     for q in load_quotas(
         conn,
         "pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)",
         &[tenant],
+        Rows::Unordered, // grouped by pool; a pool's are keyed by resource
     )
     .await?
     {
@@ -493,6 +507,7 @@ pub async fn build_export(
         conn,
         "pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)",
         &[tenant],
+        Rows::Unordered, // grouped by pool; a pool's are sorted by tenant
     )
     .await?
     {
@@ -543,7 +558,9 @@ pub async fn build_export(
     let mut flavor_names = HashMap::new();
     let flavors = if modules.vps {
         let mut out = Vec::new();
-        for f in load_flavors(conn, "tenant_id = $1", &[tenant]).await? {
+        let mut rows = load_flavors(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await?;
+        rows.sort_unstable_by(|a, b| (&a.pool_id, &a.name).cmp(&(&b.pool_id, &b.name)));
+        for f in rows {
             let Some(pool) = pool_names.get(&f.pool_id).cloned() else {
                 continue; // a flavor of an archived pool is not part of the fleet
             };
@@ -570,11 +587,11 @@ pub async fn build_export(
 
     // Pools of other tenants offered to this one, which its templates name by id.
     let mut offered_pools = Vec::new();
-    let offered = load_pools(conn, "archived = 0 AND tenant_id <> $1 AND id IN (SELECT pool_id FROM pool_offers WHERE tenant_id = $1)", &[tenant]).await?;
+    let offered = load_pools(conn, "archived = 0 AND tenant_id <> $1 AND id IN (SELECT pool_id FROM pool_offers WHERE tenant_id = $1)", &[tenant], Rows::Ordered).await?;
     for p in &offered {
         let mut flavors = Vec::new();
         if modules.vps {
-            for f in load_flavors(conn, "pool_id = $1", &[&p.id]).await? {
+            for f in load_flavors(conn, "pool_id = $1", &[&p.id], Rows::Ordered).await? {
                 flavor_names.insert(f.id.clone(), f.name.clone());
                 flavors.push(OfferedFlavor {
                     name: f.name,
@@ -590,7 +607,7 @@ pub async fn build_export(
 
     let templates = if modules.vps && modules.sandboxes {
         let mut out = Vec::new();
-        for t in load_templates(conn, "tenant_id = $1", &[tenant]).await? {
+        for t in load_templates(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await? {
             object(Kind::SandboxTemplate, &t.name, Some(&t.id), t.revision);
             out.push(doc::SandboxTemplate {
                 name: t.name,
@@ -679,7 +696,7 @@ async fn load_tenants(
 ) -> Result<Vec<String>, ApiError> {
     let named: BTreeSet<&str> = match scope {
         TenantScope::All => {
-            let rows: Vec<(String,)> = fetch(&mut *conn, "id", "tenants", "id", &[]).await?;
+            let rows: Vec<(String,)> = fetch(&mut *conn, "id", "tenants", Some("id"), &[]).await?;
             return Ok(rows.into_iter().map(|(id,)| id).collect());
         }
         TenantScope::NamedBy(document) => document
@@ -696,7 +713,7 @@ async fn load_tenants(
     for chunk in named.chunks(500) {
         let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         let from = format!("tenants WHERE id IN ({})", placeholders.join(","));
-        let rows: Vec<(String,)> = fetch(&mut *conn, "id", &from, "id", chunk).await?;
+        let rows: Vec<(String,)> = fetch(&mut *conn, "id", &from, Some("id"), chunk).await?;
         tenants.extend(rows.into_iter().map(|(id,)| id));
     }
     Ok(tenants)

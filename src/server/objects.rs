@@ -6,7 +6,7 @@
 //! [`planner::calls`] types, so a call made by hand is exactly the call an apply makes.
 
 use super::AppState;
-use super::db::{Modules, Tx, fetch, new_id, now_ms};
+use super::db::{Modules, Rows, Tx, fetch, new_id, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{Caller, audit, check_name, parse, parse_value};
 use planner::calls::*;
@@ -172,8 +172,13 @@ async fn run(
                 i.if_revision,
                 row.revision,
             )?;
-            let users =
-                load_pools(tx, "provider_account_id = $1 AND archived = 0", &[&i.id]).await?;
+            let users = load_pools(
+                tx,
+                "provider_account_id = $1 AND archived = 0",
+                &[&i.id],
+                Rows::Ordered,
+            )
+            .await?;
             if let Some(pool) = users.first() {
                 return Err(ApiError::with(
                     Code::Conflict,
@@ -221,6 +226,7 @@ async fn run(
                 tx,
                 "pool_id = $1 AND resource = $2",
                 &[&i.pool_id, &i.resource],
+                Rows::Ordered,
             )
             .await?;
             let current = current.first();
@@ -275,6 +281,7 @@ async fn run(
                 tx,
                 "pool_id = $1 AND tenant_id = $2",
                 &[&i.pool_id, &i.tenant],
+                Rows::Ordered,
             )
             .await?;
             let current = current.first();
@@ -306,6 +313,7 @@ async fn run(
                 tx,
                 "pool_id = $1 AND tenant_id = $2",
                 &[&i.pool_id, &i.tenant],
+                Rows::Ordered,
             )
             .await?;
             let actual = current
@@ -352,7 +360,7 @@ async fn run(
             let row = flavor(tx, tenant, &i.id).await?;
             check_revision(&format!("flavor {}", i.id), i.if_revision, row.revision)?;
             if modules.sandboxes {
-                let users = load_templates(tx, "flavor_id = $1", &[&i.id]).await?;
+                let users = load_templates(tx, "flavor_id = $1", &[&i.id], Rows::Ordered).await?;
                 if let Some(t) = users.first() {
                     return Err(ApiError::with(
                         Code::Conflict,
@@ -421,19 +429,23 @@ async fn run(
 async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Value, ApiError> {
     Ok(match call {
         Call::ProviderAccountCreate(_) | Call::ProviderAccountUpdate(_) => {
-            account_value(&load_accounts(tx, "id = $1", &[id]).await?[0])
+            account_value(&load_accounts(tx, "id = $1", &[id], Rows::Ordered).await?[0])
         }
-        Call::SiteCreate(_) => site_value(&load_sites(tx, "id = $1", &[id]).await?[0]),
+        Call::SiteCreate(_) => {
+            site_value(&load_sites(tx, "id = $1", &[id], Rows::Ordered).await?[0])
+        }
         Call::FlavorCreate(_) | Call::FlavorUpdate(_) => {
-            flavor_value(&load_flavors(tx, "id = $1", &[id]).await?[0])
+            flavor_value(&load_flavors(tx, "id = $1", &[id], Rows::Ordered).await?[0])
         }
         Call::SandboxTemplateCreate(_) | Call::SandboxTemplateUpdate(_) => {
-            template_value(&load_templates(tx, "id = $1", &[id]).await?[0])
+            template_value(&load_templates(tx, "id = $1", &[id], Rows::Ordered).await?[0])
         }
         _ => {
-            let row = load_pools(tx, "id = $1", &[id]).await?.remove(0);
-            let quotas = load_quotas(tx, "pool_id = $1", &[id]).await?;
-            let offers = load_offers(tx, "pool_id = $1", &[id]).await?;
+            let row = load_pools(tx, "id = $1", &[id], Rows::Ordered)
+                .await?
+                .remove(0);
+            let quotas = load_quotas(tx, "pool_id = $1", &[id], Rows::Ordered).await?;
+            let offers = load_offers(tx, "pool_id = $1", &[id], Rows::Ordered).await?;
             pool_value(
                 &row,
                 &quotas.iter().collect::<Vec<_>>(),
@@ -709,7 +721,9 @@ async fn site_create(tx: &mut Tx, caller: &Caller, i: &SiteCreate) -> Result<Str
         .rows_affected();
     // Sites keep only their id unique: nothing inserted is a replay.
     if inserted == 0
-        && let Some(found) = load_sites(tx, "id = $1", &[&id]).await?.first()
+        && let Some(found) = load_sites(tx, "id = $1", &[&id], Rows::Ordered)
+            .await?
+            .first()
     {
         same_tenant("site", &id, &found.tenant_id, &i.tenant_id)?;
     }
@@ -753,6 +767,7 @@ async fn pool_create(
         tx,
         "id = $1 AND tenant_id = $2",
         &[&i.site_id, &i.tenant_id],
+        Rows::Ordered,
     )
     .await?
     .is_empty()
@@ -775,7 +790,9 @@ async fn pool_create(
         .rows_affected();
     // Pools keep only their id unique: nothing inserted is a replay.
     if inserted == 0
-        && let Some(found) = load_pools(tx, "id = $1", &[&id]).await?.first()
+        && let Some(found) = load_pools(tx, "id = $1", &[&id], Rows::Ordered)
+            .await?
+            .first()
     {
         same_tenant("pool", &id, &found.tenant_id, &i.tenant_id)?;
         if found.archived {
@@ -828,6 +845,7 @@ async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), A
         tx,
         "id = $1 AND tenant_id = $2 AND archived = 0",
         &[pool_id, tenant],
+        Rows::Ordered,
     )
     .await?;
     if !own.is_empty() {
@@ -846,9 +864,14 @@ async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), A
 }
 
 async fn template_flavor(tx: &mut Tx, pool_id: &str, flavor_id: &str) -> Result<(), ApiError> {
-    if load_flavors(tx, "id = $1 AND pool_id = $2", &[flavor_id, pool_id])
-        .await?
-        .is_empty()
+    if load_flavors(
+        tx,
+        "id = $1 AND pool_id = $2",
+        &[flavor_id, pool_id],
+        Rows::Ordered,
+    )
+    .await?
+    .is_empty()
     {
         return Err(ApiError::not_found("flavor", flavor_id));
     }
@@ -897,10 +920,15 @@ async fn template_create(
 }
 
 async fn account(tx: &mut Tx, tenant: &str, id: &str) -> Result<AccountRow, ApiError> {
-    load_accounts(tx, "id = $1 AND tenant_id = $2", &[id, tenant])
-        .await?
-        .pop()
-        .ok_or_else(|| ApiError::not_found("providerAccount", id))
+    load_accounts(
+        tx,
+        "id = $1 AND tenant_id = $2",
+        &[id, tenant],
+        Rows::Ordered,
+    )
+    .await?
+    .pop()
+    .ok_or_else(|| ApiError::not_found("providerAccount", id))
 }
 
 async fn pool(tx: &mut Tx, tenant: &str, id: &str) -> Result<PoolRow, ApiError> {
@@ -908,6 +936,7 @@ async fn pool(tx: &mut Tx, tenant: &str, id: &str) -> Result<PoolRow, ApiError> 
         tx,
         "id = $1 AND tenant_id = $2 AND archived = 0",
         &[id, tenant],
+        Rows::Ordered,
     )
     .await?
     .pop()
@@ -915,17 +944,27 @@ async fn pool(tx: &mut Tx, tenant: &str, id: &str) -> Result<PoolRow, ApiError> 
 }
 
 async fn flavor(tx: &mut Tx, tenant: &str, id: &str) -> Result<FlavorRow, ApiError> {
-    load_flavors(tx, "id = $1 AND tenant_id = $2", &[id, tenant])
-        .await?
-        .pop()
-        .ok_or_else(|| ApiError::not_found("flavor", id))
+    load_flavors(
+        tx,
+        "id = $1 AND tenant_id = $2",
+        &[id, tenant],
+        Rows::Ordered,
+    )
+    .await?
+    .pop()
+    .ok_or_else(|| ApiError::not_found("flavor", id))
 }
 
 async fn template(tx: &mut Tx, tenant: &str, id: &str) -> Result<TemplateRow, ApiError> {
-    load_templates(tx, "id = $1 AND tenant_id = $2", &[id, tenant])
-        .await?
-        .pop()
-        .ok_or_else(|| ApiError::not_found("sandboxTemplate", id))
+    load_templates(
+        tx,
+        "id = $1 AND tenant_id = $2",
+        &[id, tenant],
+        Rows::Ordered,
+    )
+    .await?
+    .pop()
+    .ok_or_else(|| ApiError::not_found("sandboxTemplate", id))
 }
 
 /// The JSON text of a unit enum (`vps-host`).
@@ -1089,13 +1128,14 @@ pub async fn load_sites(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<SiteRow>, ApiError> {
     let from = format!("sites WHERE {filter}");
     let rows: Vec<(String, String, SiteKind, String, i64)> = fetch(
         conn,
         "id, tenant_id, kind, region, revision",
         &from,
-        "id",
+        rows.by("id"),
         args,
     )
     .await?;
@@ -1116,6 +1156,7 @@ pub async fn load_pools(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<PoolRow>, ApiError> {
     type Columns = (
         String,
@@ -1131,7 +1172,7 @@ pub async fn load_pools(
     let columns =
         "id, tenant_id, site_id, class, gpu_model, provider_account_id, policy, archived, revision";
     let from = format!("pools WHERE {filter}");
-    let rows: Vec<Columns> = fetch(conn, columns, &from, "id", args).await?;
+    let rows: Vec<Columns> = fetch(conn, columns, &from, rows.by("id"), args).await?;
     rows.into_iter()
         .map(|r| {
             Ok(PoolRow {
@@ -1154,11 +1195,12 @@ pub async fn load_quotas(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<QuotaRow>, ApiError> {
     let columns = "pool_id, resource, max_value, revision";
     let from = format!("pool_owner_quotas WHERE {filter}");
     let rows: Vec<(String, String, i64, i64)> =
-        fetch(conn, columns, &from, "pool_id, resource", args).await?;
+        fetch(conn, columns, &from, rows.by("pool_id, resource"), args).await?;
     Ok(rows
         .into_iter()
         .map(|(pool_id, resource, max, revision)| QuotaRow {
@@ -1175,11 +1217,12 @@ pub async fn load_offers(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<OfferRow>, ApiError> {
     let columns = "pool_id, tenant_id, quota, priority, revision";
     let from = format!("pool_offers WHERE {filter}");
     let rows: Vec<(String, String, String, Option<i64>, i64)> =
-        fetch(conn, columns, &from, "pool_id, tenant_id", args).await?;
+        fetch(conn, columns, &from, rows.by("pool_id, tenant_id"), args).await?;
     rows.into_iter()
         .map(|(pool_id, tenant_id, quota, priority, revision)| {
             Ok(OfferRow {
@@ -1198,11 +1241,12 @@ pub async fn load_accounts(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<AccountRow>, ApiError> {
     let columns = "id, tenant_id, name, provider, config, revision";
     let from = format!("provider_accounts WHERE {filter}");
     let rows: Vec<(String, String, String, String, String, i64)> =
-        fetch(conn, columns, &from, "name, id", args).await?;
+        fetch(conn, columns, &from, rows.by("name, id"), args).await?;
     rows.into_iter()
         .map(|(id, tenant_id, name, provider, config, revision)| {
             Ok(AccountRow {
@@ -1222,6 +1266,7 @@ pub async fn load_flavors(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<FlavorRow>, ApiError> {
     type Columns = (
         String,
@@ -1236,7 +1281,7 @@ pub async fn load_flavors(
     );
     let columns = "id, tenant_id, pool_id, name, vcpu, memory_gib, disk_gib, gpu, revision";
     let from = format!("flavors WHERE {filter}");
-    let rows: Vec<Columns> = fetch(conn, columns, &from, "pool_id, name", args).await?;
+    let rows: Vec<Columns> = fetch(conn, columns, &from, rows.by("pool_id, name"), args).await?;
     Ok(rows
         .into_iter()
         .map(|r| FlavorRow {
@@ -1258,6 +1303,7 @@ pub async fn load_templates(
     conn: &mut AnyConnection,
     filter: &str,
     args: &[&str],
+    rows: Rows,
 ) -> Result<Vec<TemplateRow>, ApiError> {
     type Columns = (
         String,
@@ -1273,7 +1319,7 @@ pub async fn load_templates(
     );
     let columns = "id, tenant_id, name, pool_id, flavor_id, image_id, env, network, warm, revision";
     let from = format!("sandbox_templates WHERE {filter}");
-    let rows: Vec<Columns> = fetch(conn, columns, &from, "name, id", args).await?;
+    let rows: Vec<Columns> = fetch(conn, columns, &from, rows.by("name, id"), args).await?;
     rows.into_iter()
         .map(|r| {
             Ok(TemplateRow {
@@ -1402,7 +1448,7 @@ pub async fn read(
         None => ("tenant_id = $1", vec![&tenant]),
     };
     let items: Vec<Value> = match kind {
-        "site" => load_sites(conn, filter, &args)
+        "site" => load_sites(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
             .map(site_value)
@@ -1410,10 +1456,10 @@ pub async fn read(
         "pool" => {
             // Three queries, whatever the number of pools.
             let filter = format!("{filter} AND archived = 0");
-            let pools = load_pools(conn, &filter, &args).await?;
+            let pools = load_pools(conn, &filter, &args, Rows::Ordered).await?;
             let inner = format!("pool_id IN (SELECT id FROM pools WHERE {filter})");
-            let quotas = load_quotas(conn, &inner, &args).await?;
-            let offers = load_offers(conn, &inner, &args).await?;
+            let quotas = load_quotas(conn, &inner, &args, Rows::Ordered).await?;
+            let offers = load_offers(conn, &inner, &args, Rows::Ordered).await?;
             let mut by_pool: HashMap<&str, (Vec<&QuotaRow>, Vec<&OfferRow>)> = HashMap::new();
             for q in &quotas {
                 by_pool.entry(&q.pool_id).or_default().0.push(q);
@@ -1430,17 +1476,17 @@ pub async fn read(
                 })
                 .collect()
         }
-        "providerAccount" => load_accounts(conn, filter, &args)
+        "providerAccount" => load_accounts(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
             .map(account_value)
             .collect(),
-        "flavor" => load_flavors(conn, filter, &args)
+        "flavor" => load_flavors(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
             .map(flavor_value)
             .collect(),
-        _ => load_templates(conn, filter, &args)
+        _ => load_templates(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
             .map(template_value)

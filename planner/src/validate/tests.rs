@@ -562,6 +562,31 @@ fn every_problem_in_document_order() {
 #[test]
 fn helpers() {
     assert!(looks_secret("x-API-Key") && looks_secret("CREDENTIAL") && !looks_secret("ke_y"));
+    // Each needle anywhere, in any case; a needle cut short at the end is none.
+    for needle in ["token", "password", "secret", "key", "credential"] {
+        for key in [
+            needle.to_owned(),
+            format!("api_{}", needle.to_uppercase()),
+            format!("x{needle}y"),
+            format!("tt{needle}"),
+        ] {
+            assert!(looks_secret(&key), "{key}");
+        }
+        assert!(!looks_secret(&needle[..needle.len() - 1]), "{needle}");
+    }
+    for plain in [
+        "",
+        "endpoint",
+        "region",
+        "ke",
+        "tokn",
+        "passwor",
+        "secre",
+        "credentia",
+        "cpu",
+    ] {
+        assert!(!looks_secret(plain), "{plain}");
+    }
     assert!(is_secret_reference("env://_A1") && !is_secret_reference("env://A-B"));
     assert!(is_secret_reference("secret://x") && !is_secret_reference("secret:/x"));
     assert!(is_resource("a") && !is_resource("_a") && !is_resource(""));
