@@ -659,7 +659,11 @@ pub async fn build_export(
             o.sort_by(|a, b| a.tenant.cmp(&b.tenant));
         }
     }
-    objects.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    // By kind and plan name; the rest of the key only orders what no export should hold (two
+    // objects with one plan name), so that an unstable sort is deterministic too.
+    objects.sort_unstable_by(|a, b| {
+        (a.kind, &a.name, &a.id, a.revision).cmp(&(b.kind, &b.name, &b.id, b.revision))
+    });
 
     Ok(Export {
         tenant_id: tenant.to_string(),
