@@ -219,18 +219,8 @@ impl<'a, T> Current<'a, T> {
         }
     }
 
-    fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(name)
-    }
-
-    /// The current item named `name`.
-    fn get(&self, name: &str) -> &'a T {
-        &self.items[self.by_name[name]]
-    }
-
-    /// The current item named `name`, marked as matched.
-    fn matching(&mut self, name: &str) -> &'a T {
-        let i = self.by_name[name];
+    /// The current item `i` (from [`Planner::existing`]), marked as matched.
+    fn matching(&mut self, i: usize) -> &'a T {
         self.matched[i] = true;
         &self.items[i]
     }
@@ -420,23 +410,23 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The export name of the existing item a document name matches: the same plan name, or
-    /// the id of an exported object of that kind.
-    fn existing_name(&self, kind: Kind, name: &'a str) -> Option<&'a str> {
+    /// The existing item a document name matches (the same plan name, or the id of an
+    /// exported object of that kind): its index among the current items of its kind, and its
+    /// export name. Found once, so the caller neither looks it up again nor by name.
+    fn existing(&self, kind: Kind, name: &'a str) -> Option<(usize, &'a str)> {
         let by_name = match kind {
-            Kind::Site => self.cur_sites.contains(name),
-            Kind::ProviderAccount => self.cur_accounts.contains(name),
-            Kind::Pool => self.cur_pools.contains(name),
-            Kind::SandboxTemplate => self.cur_templates.contains(name),
-            _ => false,
+            Kind::Site => &self.cur_sites.by_name,
+            Kind::ProviderAccount => &self.cur_accounts.by_name,
+            Kind::Pool => &self.cur_pools.by_name,
+            Kind::SandboxTemplate => &self.cur_templates.by_name,
+            _ => return None,
         };
-        if by_name {
-            return Some(name);
+        if let Some(&i) = by_name.get(name) {
+            return Some((i, name));
         }
-        self.by_id
-            .get(name)
-            .filter(|o| o.kind == kind)
-            .map(|o| o.name.as_str())
+        let object = self.by_id.get(name).filter(|o| o.kind == kind)?;
+        let name = object.name.as_str();
+        by_name.get(name).map(|&i| (i, name))
     }
 
     /// The exported object of `kind` named `export_name`.
@@ -462,8 +452,8 @@ impl<'a> Planner<'a> {
 
     /// The id of a document item: the existing object's, or the one its create call makes.
     fn id_of(&self, kind: Kind, name: &'a str) -> Id<'a> {
-        match self.existing_name(kind, name) {
-            Some(existing) => self.existing_id(kind, existing),
+        match self.existing(kind, name) {
+            Some((_, existing)) => self.existing_id(kind, existing),
             None => Cow::Owned(self.derived_id(kind, name)),
         }
     }
@@ -572,7 +562,7 @@ impl<'a> Planner<'a> {
     fn sites(&mut self) {
         let Some(sites) = &self.doc.sites else { return };
         for s in sites {
-            match self.existing_name(Kind::Site, &s.name) {
+            match self.existing(Kind::Site, &s.name) {
                 None => {
                     let call = Call::SiteCreate(SiteCreate {
                         tenant_id: self.tenant.to_owned(),
@@ -591,8 +581,8 @@ impl<'a> Planner<'a> {
                         Some((step::SITE_CREATE, call)),
                     );
                 }
-                Some(existing) => {
-                    let cur = self.cur_sites.matching(existing);
+                Some((i, _)) => {
+                    let cur = self.cur_sites.matching(i);
                     let mut diff = Diff::default();
                     diff.fixed("kind", &cur.kind, &s.kind);
                     diff.fixed("region", &cur.region, &s.region);
@@ -662,7 +652,7 @@ impl<'a> Planner<'a> {
                         "this deployment does not serve provider accounts (vps module)".to_owned(),
                     );
                 }
-                match self.existing_name(Kind::ProviderAccount, &a.name) {
+                match self.existing(Kind::ProviderAccount, &a.name) {
                     None => {
                         let call = Call::ProviderAccountCreate(ProviderAccountCreate {
                             tenant_id: self.tenant.to_owned(),
@@ -682,8 +672,8 @@ impl<'a> Planner<'a> {
                             Some((step, call)),
                         );
                     }
-                    Some(existing) => {
-                        let cur = self.cur_accounts.matching(existing);
+                    Some((i, existing)) => {
+                        let cur = self.cur_accounts.matching(i);
                         let mut diff = Diff::default();
                         diff.fixed("provider", &cur.provider, &a.provider);
                         diff.field("config", &cur.config, &a.config);
@@ -788,11 +778,11 @@ impl<'a> Planner<'a> {
     /// value, for its owner quota and offers.
     fn pool(&mut self, p: &'a Pool) -> (Id<'a>, Option<(&'a str, &'a Pool)>) {
         let mut notes = Vec::new();
-        let existing = self.existing_name(Kind::Pool, &p.name);
+        let existing = self.existing(Kind::Pool, &p.name);
         // A reference an update leaves exactly as it is cannot block it: an export names the
         // provider account of a pool by id when the deployment stopped serving accounts, and
         // planning that export back must change nothing.
-        let current = existing.map(|name| self.cur_pools.get(name));
+        let current = existing.map(|(i, _)| &self.cur_pools.items[i]);
         let kept = |reference: fn(&Pool) -> Option<&str>| {
             current.is_some_and(|cur| reference(cur).is_some() && reference(cur) == reference(p))
         };
@@ -833,8 +823,8 @@ impl<'a> Planner<'a> {
                 );
                 None
             }
-            Some(existing) => {
-                let cur = self.cur_pools.matching(existing);
+            Some((i, existing)) => {
+                let cur = self.cur_pools.matching(i);
                 let mut diff = Diff::default();
                 if !self.same(Kind::Site, &cur.site, &p.site) {
                     diff.fixed_differs("site", &cur.site, &p.site);
@@ -1121,7 +1111,7 @@ impl<'a> Planner<'a> {
                 notes.push(format!("unknown flavor \"{}/{}\"", t.pool, t.flavor));
             }
             let flavor_id = flavor_id.map_or_else(|| t.flavor.clone(), Cow::into_owned);
-            match self.existing_name(Kind::SandboxTemplate, &t.name) {
+            match self.existing(Kind::SandboxTemplate, &t.name) {
                 None => {
                     let call = Call::SandboxTemplateCreate(SandboxTemplateCreate {
                         tenant_id: self.tenant.to_owned(),
@@ -1145,8 +1135,8 @@ impl<'a> Planner<'a> {
                         call,
                     );
                 }
-                Some(existing) => {
-                    let cur = self.cur_templates.matching(existing);
+                Some((i, existing)) => {
+                    let cur = self.cur_templates.matching(i);
                     let mut diff = Diff::default();
                     if !self.same(Kind::Pool, &cur.pool, &t.pool) {
                         diff.fixed_differs("pool", &cur.pool, &t.pool);
