@@ -732,3 +732,19 @@ fn revisions_found_in_an_export_in_any_order() {
         revision(Kind::Offer, "vps-fra -> acme")
     );
 }
+
+#[test]
+fn an_id_of_an_object_without_a_config_item_names_nothing_existing() {
+    // An inconsistent export: an object whose item is not in its config. A document naming
+    // it by id is planned as new, not matched (and nothing panics).
+    let mut ex = export(r#"{"version": 1}"#, &[]);
+    ex.objects.push(ObjectRef {
+        kind: Kind::Site,
+        name: "gone".into(),
+        id: Some("site_gone".into()),
+        revision: 3,
+    });
+    let document =
+        r#"{"version": 1, "sites": [{ "name": "site_gone", "kind": "shared", "region": "eu" }]}"#;
+    check(document, &ex, KEEP, "site site_gone create");
+}
