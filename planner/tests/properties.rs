@@ -522,6 +522,54 @@ proptest! {
     }
 
     #[test]
+    fn planning_never_panics_on_damaged_exports(
+        desired in tape(),
+        current in tape(),
+        damage in prop::collection::vec(any::<u32>(), 1..12),
+        prune in any::<bool>(),
+    ) {
+        // An export no server writes (hand-edited, truncated, from another tenant): objects
+        // lost, renamed or retyped, ids dropped or swapped, config items gone. The plan must
+        // still come out (it may well be blocked), never a panic.
+        let mut desired = document(&mut Tape { values: &desired, at: 0 });
+        let mut export = fleet_of(&document(&mut Tape { values: &current, at: 0 })).export();
+        for d in damage {
+            let n = export.objects.len();
+            let at = (d >> 4) as usize % n.max(1);
+            let other = (d >> 12) as usize % n.max(1);
+            // Some document items name exported objects by id (what `fleet` allows).
+            let id = export.objects.get(other).and_then(|o| o.id.clone());
+            match d % 14 {
+                10 | 11 if id.is_some() => {
+                    if let Some(site) = desired.sites.as_mut().and_then(|s| s.last_mut()) {
+                        site.name = id.unwrap_or_default();
+                    }
+                }
+                12 | 13 if id.is_some() => {
+                    if let Some(pool) = desired.pools.as_mut().and_then(|p| p.last_mut()) {
+                        pool.name = id.unwrap_or_default();
+                    }
+                }
+                0 if n > 0 => { export.objects.remove(at); }
+                1 if n > 0 => export.objects[at].id = None,
+                2 if n > 0 => export.objects[at].kind = planner::Kind::ALL[(d >> 20) as usize % 7],
+                3 if n > 0 => export.objects[at].name = export.objects[other].name.clone(),
+                4 if n > 0 => export.objects[at].id = export.objects[other].id.clone(),
+                5 if n > 0 => {
+                    let id = export.objects[other].id.clone().unwrap_or_default();
+                    export.objects[at].name = id;
+                }
+                6 | 10 => { export.config.pools.get_or_insert_default().pop(); }
+                7 | 11 => { export.config.sites.get_or_insert_default().pop(); }
+                8 | 12 => { export.config.flavors.get_or_insert_default().pop(); }
+                _ => { export.config.provider_accounts.get_or_insert_default().pop(); }
+            }
+        }
+        let planned = plan(&desired, &export, PlanOptions { prune });
+        prop_assert_eq!(&planned.plan_hash, &plan_hash(&planned.calls));
+    }
+
+    #[test]
     fn validate_never_panics_on_damaged_documents(
         tape in tape(),
         cuts in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
