@@ -919,52 +919,47 @@ async fn template_create(
     Ok(id)
 }
 
+/// The one row a by-id read found, or NOT_FOUND naming `kind` and `id`.
+async fn one<T>(
+    rows: impl Future<Output = Result<Vec<T>, ApiError>>,
+    kind: &str,
+    id: &str,
+) -> Result<T, ApiError> {
+    rows.await?
+        .pop()
+        .ok_or_else(|| ApiError::not_found(kind, id))
+}
+
+const OWN: &str = "id = $1 AND tenant_id = $2";
+
 async fn account(tx: &mut Tx, tenant: &str, id: &str) -> Result<AccountRow, ApiError> {
-    load_accounts(
-        tx,
-        "id = $1 AND tenant_id = $2",
-        &[id, tenant],
-        Rows::Ordered,
+    let args = [id, tenant];
+    one(
+        load_accounts(tx, OWN, &args, Rows::Unordered),
+        "providerAccount",
+        id,
     )
-    .await?
-    .pop()
-    .ok_or_else(|| ApiError::not_found("providerAccount", id))
+    .await
 }
 
 async fn pool(tx: &mut Tx, tenant: &str, id: &str) -> Result<PoolRow, ApiError> {
-    load_pools(
-        tx,
-        "id = $1 AND tenant_id = $2 AND archived = 0",
-        &[id, tenant],
-        Rows::Ordered,
-    )
-    .await?
-    .pop()
-    .ok_or_else(|| ApiError::not_found("pool", id))
+    let (args, filter) = ([id, tenant], "id = $1 AND tenant_id = $2 AND archived = 0");
+    one(load_pools(tx, filter, &args, Rows::Unordered), "pool", id).await
 }
 
 async fn flavor(tx: &mut Tx, tenant: &str, id: &str) -> Result<FlavorRow, ApiError> {
-    load_flavors(
-        tx,
-        "id = $1 AND tenant_id = $2",
-        &[id, tenant],
-        Rows::Ordered,
-    )
-    .await?
-    .pop()
-    .ok_or_else(|| ApiError::not_found("flavor", id))
+    let args = [id, tenant];
+    one(load_flavors(tx, OWN, &args, Rows::Unordered), "flavor", id).await
 }
 
 async fn template(tx: &mut Tx, tenant: &str, id: &str) -> Result<TemplateRow, ApiError> {
-    load_templates(
-        tx,
-        "id = $1 AND tenant_id = $2",
-        &[id, tenant],
-        Rows::Ordered,
+    let args = [id, tenant];
+    one(
+        load_templates(tx, OWN, &args, Rows::Unordered),
+        "sandboxTemplate",
+        id,
     )
-    .await?
-    .pop()
-    .ok_or_else(|| ApiError::not_found("sandboxTemplate", id))
+    .await
 }
 
 /// The JSON text of a unit enum (`vps-host`).
