@@ -50,16 +50,22 @@ manifest() {
   "main": "planner.js",
   "types": "planner.d.ts",
   "files": ["planner.js", "planner.d.ts", "planner_bg.wasm", "planner_bg.wasm.d.ts", "planner_bg.js", "snippets/"],
-  "engines": { "node": ">=20.19" },
   "sideEffects": ["./planner.js"]
 }
 JSON
 }
 manifest "$here/pkg-node" commonjs
 manifest "$here/pkg-bundler" module
-# The planner's JS snippet (building a plan's changes) is an ES module that the CommonJS glue
-# requires: Node 20.19 and later load it so when its folder says it is one.
-echo '{ "type": "module" }' >"$here/pkg-node/snippets/package.json"
+# The planner's JS snippet (it builds a plan's changes) is written as an ES module, which the
+# CommonJS glue of pkg-node requires: written out as CommonJS there, so that any Node loads it
+# (the snippet's only exports are top-level `export function`s).
+for snippet in "$here"/pkg-node/snippets/*/*.js; do
+  sed -i -E 's/^export function ([A-Za-z0-9_]+)/exports.\1 = function \1/' "$snippet"
+  if grep -q '^export ' "$snippet"; then
+    echo "build.sh: $snippet has an export this script cannot write as CommonJS" >&2
+    exit 1
+  fi
+done
 
 # wasm-opt (binaryen) where it is installed: a few percent faster code.
 wasm_opt="$(command -v wasm-opt || true)"
