@@ -180,20 +180,11 @@ async fn run(
             )
             .await?;
             if let Some(pool) = users.first() {
-                return Err(ApiError::with(
-                    Code::Conflict,
-                    format!("provider account {} is used by pool {}", i.id, pool.id),
-                    json!({ "object": format!("providerAccount {}", i.id), "usedBy": pool.id }),
-                ));
+                let object = format!("providerAccount {}", i.id);
+                let message = format!("provider account {} is used by pool {}", i.id, pool.id);
+                return Err(in_use(&object, message, &pool.id));
             }
-            sqlx::query("DELETE FROM provider_accounts WHERE id = $1")
-                .bind(&i.id)
-                .execute(&mut **tx)
-                .await?;
-            return Ok(Outcome {
-                value: json!({ "id": i.id, "deleted": true }),
-                object_id: Some(i.id.clone()),
-            });
+            return delete_row(tx, "provider_accounts", &i.id).await;
         }
         Call::SiteCreate(i) => {
             let id = site_create(tx, caller, i).await?;
@@ -362,21 +353,12 @@ async fn run(
             if modules.sandboxes {
                 let users = load_templates(tx, "flavor_id = $1", &[&i.id], Rows::Ordered).await?;
                 if let Some(t) = users.first() {
-                    return Err(ApiError::with(
-                        Code::Conflict,
-                        format!("flavor {} is used by sandbox template {}", i.id, t.name),
-                        json!({ "object": format!("flavor {}", i.id), "usedBy": t.id }),
-                    ));
+                    let object = format!("flavor {}", i.id);
+                    let message = format!("flavor {} is used by sandbox template {}", i.id, t.name);
+                    return Err(in_use(&object, message, &t.id));
                 }
             }
-            sqlx::query("DELETE FROM flavors WHERE id = $1")
-                .bind(&i.id)
-                .execute(&mut **tx)
-                .await?;
-            return Ok(Outcome {
-                value: json!({ "id": i.id, "deleted": true }),
-                object_id: Some(i.id.clone()),
-            });
+            return delete_row(tx, "flavors", &i.id).await;
         }
         Call::SandboxTemplateCreate(i) => template_create(tx, caller, i).await?,
         Call::SandboxTemplateUpdate(i) => {
@@ -406,14 +388,7 @@ async fn run(
                 i.if_revision,
                 row.revision,
             )?;
-            sqlx::query("DELETE FROM sandbox_templates WHERE id = $1")
-                .bind(&i.id)
-                .execute(&mut **tx)
-                .await?;
-            return Ok(Outcome {
-                value: json!({ "id": i.id, "deleted": true }),
-                object_id: Some(i.id.clone()),
-            });
+            return delete_row(tx, "sandbox_templates", &i.id).await;
         }
     };
     let value = match batch {
@@ -917,6 +892,27 @@ async fn template_create(
         replayed(tx, table, &id, &i.tenant_id, taken).await?;
     }
     Ok(id)
+}
+
+/// CONFLICT: `object` (`flavor fl_…`) is still used by `user` (an id), as `message` says.
+fn in_use(object: &str, message: String, user: &str) -> ApiError {
+    ApiError::with(
+        Code::Conflict,
+        message,
+        json!({ "object": object, "usedBy": user }),
+    )
+}
+
+/// Deletes the row `id` of `table` (a name of ours, never input) and answers the delete.
+async fn delete_row(tx: &mut Tx, table: &str, id: &str) -> Result<Outcome, ApiError> {
+    sqlx::query(&format!("DELETE FROM {table} WHERE id = $1"))
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(Outcome {
+        value: json!({ "id": id, "deleted": true }),
+        object_id: Some(id.to_owned()),
+    })
 }
 
 /// The one row a by-id read found, or NOT_FOUND naming `kind` and `id`.
