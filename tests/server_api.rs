@@ -797,3 +797,86 @@ async fn processes_sharing_a_database_start_together(db: Db) {
     }
 }
 both!(shared_database, processes_sharing_a_database_start_together);
+
+async fn deletes_refuse_what_is_still_used(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let id = |v: &Value| v["id"].as_str().unwrap().to_string();
+    let account = fleet
+        .ok("providerAccount.create", json!({ "tenantId": "root", "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "secret://h" } }))
+        .await;
+    let site = fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    let pool = fleet
+        .ok("pool.create", json!({ "tenantId": "root", "siteId": id(&site), "class": "provider", "providerAccountId": id(&account) }))
+        .await;
+    let flavor = fleet
+        .ok("flavor.create", json!({ "tenantId": "root", "poolId": id(&pool), "name": "small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }))
+        .await;
+    let template = fleet
+        .ok("sandboxTemplate.create", json!({ "tenantId": "root", "name": "py", "poolId": id(&pool), "flavorId": id(&flavor), "imageId": "ubuntu", "network": "none" }))
+        .await;
+
+    // A provider account a pool uses, and a flavor a template uses: CONFLICT naming both.
+    let used = fleet
+        .fails(
+            "providerAccount.delete",
+            json!({ "tenantId": "root", "id": id(&account), "ifRevision": 1 }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(used.status, 409);
+    assert_eq!(
+        used.details["object"],
+        format!("providerAccount {}", id(&account))
+    );
+    assert_eq!(used.details["usedBy"], id(&pool));
+    let used = fleet
+        .fails(
+            "flavor.delete",
+            json!({ "tenantId": "root", "id": id(&flavor), "ifRevision": 1 }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(used.details["object"], format!("flavor {}", id(&flavor)));
+    assert_eq!(used.details["usedBy"], id(&template));
+    assert!(
+        used.message.contains("is used by sandbox template py"),
+        "{}",
+        used.message
+    );
+
+    // Users first, then what they used: each delete answers {id, deleted} and the object is gone.
+    for (method, object) in [
+        ("sandboxTemplate", &template),
+        ("flavor", &flavor),
+        ("pool", &pool),
+        ("providerAccount", &account),
+    ] {
+        let delete = if method == "pool" {
+            "pool.archive".to_string()
+        } else {
+            format!("{method}.delete")
+        };
+        let answer = fleet
+            .ok(
+                &delete,
+                json!({ "tenantId": "root", "id": id(object), "ifRevision": 1 }),
+            )
+            .await;
+        if method != "pool" {
+            assert_eq!(answer, json!({ "id": id(object), "deleted": true }));
+            fleet
+                .fails(
+                    &format!("{method}.get"),
+                    json!({ "tenantId": "root", "id": id(object) }),
+                    "NOT_FOUND",
+                )
+                .await;
+        }
+    }
+}
+both!(in_use, deletes_refuse_what_is_still_used);
