@@ -175,6 +175,23 @@ async fn focused(browser: &Browser) -> String {
         .to_owned()
 }
 
+/// Waits (a few seconds at most) until the element `id` has the focus: the page moves the
+/// focus after it renders what it moves it to, a frame or a task later.
+async fn expect_focus(browser: &Browser, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = focused(browser).await;
+        if now == id {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the focus is on {now}, not on #{id}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn watch_console(browser: &Browser) {
     browser
         .execute(
@@ -324,7 +341,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         assert!(!browser.current_url().await.unwrap().as_str().contains(key));
         // The key takes the focus back (the button had it, disabled while checking), marked
         // invalid and described by the refusal.
-        assert_eq!(focused(&browser).await, "api-key");
+        expect_focus(&browser, "api-key").await;
         let input = wait_for(&browser, "#api-key").await;
         assert_eq!(
             input.attr("aria-invalid").await.unwrap().as_deref(),
@@ -511,7 +528,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     // The confirmation takes the focus; Escape cancels it and gives the focus back to Apply.
     click(&browser, "#apply").await;
     wait_for(&browser, "#confirm").await;
-    assert_eq!(focused(&browser).await, "confirm-apply");
+    expect_focus(&browser, "confirm-apply").await;
     browser
         .active_element()
         .await
@@ -524,7 +541,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         assert!(Instant::now() < deadline, "Escape did not cancel");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(focused(&browser).await, "apply");
+    expect_focus(&browser, "apply").await;
     click(&browser, "#apply").await;
     let confirm = wait_text(&browser, "#confirm-summary", |_| true).await;
     assert_eq!(confirm, summary.trim());
@@ -537,7 +554,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     );
     assert!(explained.contains("CONFIG_DRIFT"), "{explained}");
     // The keyboard lands on what to do next, not on the page's top.
-    assert_eq!(focused(&browser).await, "refresh-replan");
+    expect_focus(&browser, "refresh-replan").await;
     screenshots(&browser, "07-config-drift").await;
 
     // Refresh and re-plan: the page's new planHash is the server's again; apply it.
@@ -558,7 +575,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let result = wait_text(&browser, "#apply-result", |_| true).await;
     assert!(result.contains("1 call ran"), "{result}");
     assert!(result.contains(fresh_hash), "{result}");
-    assert_eq!(focused(&browser).await, "show-drift");
+    expect_focus(&browser, "show-drift").await;
     screenshots(&browser, "08-applied").await;
 
     // The drift view shows the new baseline, and no drift.
@@ -773,7 +790,7 @@ async fn a_refused_session_says_why_and_offers_another_key() {
     browser.goto(&server.url("/")).await.unwrap();
     // The sign-in form starts with the focus on the key.
     wait_for(&browser, "#api-key").await;
-    assert_eq!(focused(&browser).await, "api-key");
+    expect_focus(&browser, "api-key").await;
     browser
         .execute(
             "sessionStorage.setItem('better-compute.apiKey', arguments[0]);",
@@ -788,7 +805,7 @@ async fn a_refused_session_says_why_and_offers_another_key() {
         refusal.contains("not a platform administrator"),
         "{refusal}"
     );
-    assert_eq!(focused(&browser).await, "use-another-key");
+    expect_focus(&browser, "use-another-key").await;
     assert!(
         !wait_for(&browser, "#tenant")
             .await

@@ -118,12 +118,20 @@ fn error_html(e: &ApiError) -> String {
 #[component]
 pub fn Refusal(error: ApiError) -> impl IntoView {
     let console = expect_context::<Console>();
+    // The button takes the focus once it is in the page. Not `autofocus`: a browser honours
+    // that once per page load, and the sign-in form's key may have had it already.
+    let button = NodeRef::<html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(button) = button.get() {
+            let _ = button.focus();
+        }
+    });
     view! {
         <section id="refusal" class="card alert error" role="alert" aria-labelledby="refusal-title">
             <h2 id="refusal-title">"Access refused"</h2>
             <p>{refusal_text(&error)}</p>
             <p class="small"><code>{error.code.clone()}</code> " " {error.message.clone()}</p>
-            <button id="use-another-key" type="button" autofocus on:click=move |_| console.sign_out()>"Use another key"</button>
+            <button id="use-another-key" type="button" node_ref=button on:click=move |_| console.sign_out()>"Use another key"</button>
         </section>
     }
 }
