@@ -693,6 +693,19 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     );
     println!("maximal document: measures validate, plan, plan-view (ms): {measures}");
 
+    // Signing out forgets the key and gives the focus to the key's field, ready for another.
+    click(&browser, "#sign-out").await;
+    wait_for(&browser, "#api-key").await;
+    expect_focus(&browser, "api-key").await;
+    let stored = browser
+        .execute(
+            "return sessionStorage.getItem('better-compute.apiKey');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored, Value::Null);
+
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     println!("screenshots: {}", screenshot_dir().display());

@@ -29,6 +29,13 @@ pub fn SignIn() -> impl IntoView {
     let pending = RwSignal::new(false);
     let error = RwSignal::new(None::<ApiError>);
     let input = NodeRef::<html::Input>::new();
+    // The key's field takes the focus once it is in the page: on load, and after a sign-out
+    // or a refusal (`autofocus` would do it once per page load only).
+    Effect::new(move |_| {
+        if let Some(input) = input.get() {
+            let _ = input.focus();
+        }
+    });
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let candidate = key.get_untracked().trim().to_owned();
@@ -70,7 +77,6 @@ pub fn SignIn() -> impl IntoView {
                     id="api-key"
                     node_ref=input
                     type="password"
-                    autofocus
                     // Names the refusal once there is one (an absent id describes nothing).
                     aria-describedby="signin-error"
                     autocomplete="off"
