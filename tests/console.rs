@@ -421,6 +421,11 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     // The plan view: a document with a mistake shows its path; fixed, it plans in the page.
     click(&browser, "#tab-plan").await;
     wait_for(&browser, "#export-info").await;
+    // Refreshing the export keeps the focus on its button while it fetches and after.
+    click(&browser, "#refresh-export").await;
+    wait_text(&browser, "#refresh-export", |t| t == "Refresh export").await;
+    wait_for(&browser, "#export-info").await;
+    expect_focus(&browser, "refresh-export").await;
 
     // Download fleet.json: the anchor's file name and the blob's text.
     browser
@@ -584,6 +589,8 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     if has_check {
         click(&browser, "#check-now").await;
         wait_for(&browser, "#in-sync").await;
+        // The button keeps the focus through its check (a keyboard user can press it again).
+        expect_focus(&browser, "check-now").await;
         assert!(browser.find(Locator::Css("#drift-changes")).await.is_err());
         let status = ok(
             &server,
@@ -601,6 +608,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         {
             click(&browser, "#refresh-events").await;
             wait_text(&browser, "#timeline", |t| t.contains("fleet.drifted")).await;
+            expect_focus(&browser, "refresh-events").await;
         }
     }
     screenshots(&browser, "09-drift-cleared").await;

@@ -30,8 +30,13 @@ pub fn DriftView() -> impl IntoView {
                             id="check-now"
                             hidden=move || !console.check_available.get() || never_applied()
                             type="button"
-                            disabled=loading
-                            on:click=move |_| console.check_now()
+                            // Not `disabled`: the button keeps the focus while it works.
+                            aria-disabled=move || loading().to_string()
+                            on:click=move |_| {
+                                if !console.status.with_untracked(|s| s.loading) {
+                                    console.check_now()
+                                }
+                            }
                         >
                             {move || if checking() { "Checking…" } else { "Check now" }}
                         </button>
@@ -247,8 +252,12 @@ fn Timeline() -> impl IntoView {
                         id="refresh-events"
                         type="button"
                         class="secondary"
-                        disabled=move || console.events.with(|e| e.loading)
-                        on:click=move |_| console.refresh_events()
+                        aria-disabled=move || console.events.with(|e| e.loading).to_string()
+                        on:click=move |_| {
+                            if !console.events.with_untracked(|e| e.loading) {
+                                console.refresh_events()
+                            }
+                        }
                     >
                         "Refresh"
                     </button>

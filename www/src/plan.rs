@@ -198,8 +198,13 @@ pub fn PlanView() -> impl IntoView {
                         id="refresh-export"
                         type="button"
                         class="secondary"
-                        disabled=move || console.export.with(|e| e.loading)
-                        on:click=move |_| console.refresh_export()
+                        // Not `disabled`: the button keeps the focus while it works.
+                        aria-disabled=move || console.export.with(|e| e.loading).to_string()
+                        on:click=move |_| {
+                            if !console.export.with_untracked(|e| e.loading) {
+                                console.refresh_export()
+                            }
+                        }
                     >
                         {move || if console.export.with(|e| e.loading) { "Fetching…" } else { "Refresh export" }}
                     </button>
