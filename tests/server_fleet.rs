@@ -826,3 +826,108 @@ async fn long_applies_audit_every_call_in_order(db: Db) {
 }
 
 both!(long_apply_audit, long_applies_audit_every_call_in_order);
+
+/// Items made one apply after another, each later one named to sort before the earlier ones
+/// (so the database's rows come in the opposite of name order): the export still lists every
+/// kind by plan name, and its objects by kind then plan name.
+async fn exports_list_items_by_name_whatever_their_age(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let mut document = json!({ "version": 1, "sites": [], "providerAccounts": [], "pools": [], "flavors": [], "sandboxTemplates": [] });
+    for name in ["zz", "mm", "aa"] {
+        let list = |key: &str, item: Value| {
+            let mut items = document[key].as_array().unwrap().clone();
+            items.push(item);
+            items
+        };
+        let sites = list(
+            "sites",
+            json!({ "name": format!("s-{name}"), "kind": "shared", "region": "eu" }),
+        );
+        let accounts = list(
+            "providerAccounts",
+            json!({ "name": format!("a-{name}"), "provider": "hetzner-cloud" }),
+        );
+        let pools = list(
+            "pools",
+            json!({ "name": format!("p-{name}"), "site": format!("s-{name}"), "class": "vps-host",
+            "ownerQuota": { format!("r{name}"): 1 }, "offers": [{ "tenant": "acme", "quota": { "vcpu": 1 } }] }),
+        );
+        let flavors = list(
+            "flavors",
+            json!({ "pool": format!("p-{name}"), "name": format!("f-{name}"), "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }),
+        );
+        let templates = list(
+            "sandboxTemplates",
+            json!({ "name": format!("t-{name}"), "pool": format!("p-{name}"),
+            "flavor": format!("f-{name}"), "imageId": "ubuntu", "network": "none" }),
+        );
+        document["sites"] = sites.into();
+        document["providerAccounts"] = accounts.into();
+        document["pools"] = pools.into();
+        document["flavors"] = flavors.into();
+        document["sandboxTemplates"] = templates.into();
+        fleet
+            .ok(
+                "fleet.apply",
+                json!({ "tenantId": "root", "config": document }),
+            )
+            .await;
+    }
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let names = |key: &str, name: &dyn Fn(&Value) -> String| -> Vec<String> {
+        export["config"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(name)
+            .collect()
+    };
+    let field = |f: &'static str| move |v: &Value| v[f].as_str().unwrap().to_string();
+    assert_eq!(names("sites", &field("name")), ["s-aa", "s-mm", "s-zz"]);
+    assert_eq!(
+        names("providerAccounts", &field("name")),
+        ["a-aa", "a-mm", "a-zz"]
+    );
+    assert_eq!(names("pools", &field("name")), ["p-aa", "p-mm", "p-zz"]);
+    let flavor = |v: &Value| {
+        format!(
+            "{}/{}",
+            v["pool"].as_str().unwrap(),
+            v["name"].as_str().unwrap()
+        )
+    };
+    assert_eq!(
+        names("flavors", &flavor),
+        ["p-aa/f-aa", "p-mm/f-mm", "p-zz/f-zz"]
+    );
+    assert_eq!(
+        names("sandboxTemplates", &field("name")),
+        ["t-aa", "t-mm", "t-zz"]
+    );
+    // Objects: by kind (the order of `Kind`), then plan name.
+    let kinds = [
+        "site",
+        "providerAccount",
+        "pool",
+        "ownerQuota",
+        "offer",
+        "flavor",
+        "sandboxTemplate",
+    ];
+    let objects: Vec<(usize, String)> = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let kind = kinds.iter().position(|k| o["kind"] == *k).unwrap();
+            (kind, o["name"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut sorted = objects.clone();
+    sorted.sort();
+    assert_eq!(objects, sorted);
+    assert_eq!(objects.len(), 3 * kinds.len());
+}
+both!(export_order, exports_list_items_by_name_whatever_their_age);
