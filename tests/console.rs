@@ -682,6 +682,18 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(count("#plan-changes [data-show-all]").await, 0);
+    // The pressed button is gone: the first item it showed has the focus, so the keyboard
+    // goes on from there.
+    expect_focus(&browser, "LI").await;
+    let first_new = browser
+        .execute(
+            "return document.activeElement === \
+               document.querySelector('#plan-changes section[data-kind=site] li:nth-child(101)');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(first_new, json!(true));
 
     // The page records its times as performance measures (scripts/bench reads them too).
     let measures = browser

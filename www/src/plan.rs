@@ -110,6 +110,9 @@ pub fn PlanView() -> impl IntoView {
     // changes shows its first items per kind until "Show all" is pressed.
     let plan_box = NodeRef::<html::Div>::new();
     let show_all = RwSignal::new(false);
+    // The kind whose "Show all" was pressed: its first newly shown item takes the focus, as
+    // the button that had it is gone.
+    let focus_after = StoredValue::new(None::<String>);
     Effect::new(move |_| {
         let Some(element) = plan_box.get() else {
             return;
@@ -139,6 +142,18 @@ pub fn PlanView() -> impl IntoView {
             m.finish()
         });
         element.set_inner_html(&html);
+        if let Some(kind) = focus_after.try_update_value(Option::take).flatten() {
+            let first_new = format!(
+                "section[data-kind=\"{kind}\"] li:nth-child({})",
+                SHOWN_PER_KIND + 1
+            );
+            if let Ok(Some(item)) = element.query_selector(&first_new) {
+                let _ = item.set_attribute("tabindex", "-1");
+                if let Some(item) = item.dyn_ref::<web_sys::HtmlElement>() {
+                    let _ = item.focus();
+                }
+            }
+        }
         if has_plan {
             let ms = measure("plan-view", "plan-view-start", start);
             timing.update_value(|t| t.show = ms);
@@ -325,7 +340,13 @@ pub fn PlanView() -> impl IntoView {
                     else {
                         return;
                     };
-                    if matches!(target.closest("[data-show-all]"), Ok(Some(_))) {
+                    if let Ok(Some(button)) = target.closest("[data-show-all]") {
+                        let kind = button
+                            .closest("section[data-kind]")
+                            .ok()
+                            .flatten()
+                            .and_then(|section| section.get_attribute("data-kind"));
+                        focus_after.set_value(kind);
                         show_all.set(true);
                     } else if matches!(target.closest("details.calls > summary"), Ok(Some(_))) {
                         fill_calls(planned);
