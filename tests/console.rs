@@ -575,6 +575,8 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     assert_ne!(fresh_hash, page_hash);
     wait_text(&browser, "#plan-hash", |t| t == fresh_hash).await;
     assert!(browser.find(Locator::Css("#config-drift")).await.is_err());
+    // The explanation and its button are gone: Apply, the next step, has the focus.
+    expect_focus(&browser, "apply").await;
     click(&browser, "#apply").await;
     click(&browser, "#confirm-apply").await;
     let result = wait_text(&browser, "#apply-result", |_| true).await;
