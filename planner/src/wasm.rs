@@ -229,8 +229,8 @@ extern "C" {
 }
 
 /// A plan as JS objects. A change with only `kind`, `name` and `action` (nearly all of them)
-/// travels as its name in one string, its end there and one byte: kind << 3 | action << 1. The other changes (code | 1) and the rest of the plan go as
-/// JSON.
+/// travels as its name in one string, its end there and one byte: kind << 3 | action << 1.
+/// The other changes (code | 1) and the rest of the plan go as JSON.
 fn to_js_plan(plan: &crate::Plan) -> Result<JsValue, JsError> {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]

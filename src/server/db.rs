@@ -360,8 +360,8 @@ pub enum Rows {
     /// In order (a listing, an answer, anything that shows them as they come).
     Ordered,
     /// As the database finds them, for a reader that orders or indexes them itself. Sorting
-    /// in the database is not free: an export's thousands of rows, sorted there, were a sixth
-    /// of a `fleet.plan`.
+    /// in the database is not free: an export's thousands of rows, sorted there, were an
+    /// eighth of a `fleet.plan` (docs/server.md).
     Unordered,
 }
 

@@ -447,8 +447,8 @@ pub async fn build_export(
 
     let mut sites = Vec::new();
     let mut site_names = HashMap::new();
-    // The tenant's rows come unordered (sorting thousands of rows in the database cost more
-    // than the rest of their read); everything below is indexed, or sorted by name at the end.
+    // The tenant's rows come unordered (sorting them in the database was an eighth of a
+    // `fleet.plan`); everything below is indexed, or sorted by name at the end.
     // Sites and pools are sorted by id first, so that two with one name (a fleet name that is
     // another's id) keep the order they always had.
     let mut site_rows = load_sites(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await?;
