@@ -880,3 +880,82 @@ async fn deletes_refuse_what_is_still_used(db: Db) {
     }
 }
 both!(in_use, deletes_refuse_what_is_still_used);
+
+/// The seed calls `fleet.plan` a read: GET serves it, the document as JSON text in `config`,
+/// planned from its exact bytes as a POST's body is.
+async fn fleet_plan_is_a_read(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let document = server_support::seed_document();
+    let posted = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": document, "prune": true }),
+        )
+        .await;
+    let get = |query: Vec<(&'static str, String)>| {
+        fleet
+            .client()
+            .get(fleet.server.url("/api/fleet.plan"))
+            .query(&query)
+            .bearer_auth(&fleet.key)
+            .send()
+    };
+    let text = serde_json::to_string(&document).unwrap();
+    let query = vec![
+        ("tenantId", "root".to_owned()),
+        ("config", text.clone()),
+        ("prune", "true".to_owned()),
+    ];
+    let got = answer(get(query).await.unwrap()).await.unwrap();
+    assert_eq!(got, posted, "GET and POST plan alike");
+    assert!(!server_support::calls(&got).is_empty());
+    // Without prune (absent is false): a different plan, as by POST.
+    let query = vec![("tenantId", "root".to_owned()), ("config", text)];
+    let unpruned = answer(get(query).await.unwrap()).await.unwrap();
+    let posted = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": document }),
+        )
+        .await;
+    assert_eq!(unpruned, posted);
+    // Not JSON: INVALID_INPUT at the parameter.
+    let query = vec![
+        ("tenantId", "root".to_owned()),
+        ("config", "{\"version\": 1,".to_owned()),
+    ];
+    let failure = answer(get(query).await.unwrap()).await.unwrap_err();
+    assert_eq!(
+        (failure.status, failure.code.as_str()),
+        (400, "INVALID_INPUT")
+    );
+    assert_eq!(failure.details["path"], "config", "{failure:?}");
+    // The document's own bytes reach the planner: a repeated key is its problem to name.
+    let query = vec![
+        ("tenantId", "root".to_owned()),
+        (
+            "config",
+            r#"{"version": 1, "sites": [], "sites": []}"#.to_owned(),
+        ),
+    ];
+    let failure = answer(get(query).await.unwrap()).await.unwrap_err();
+    assert_eq!(failure.code, "INVALID_INPUT");
+    assert_eq!(failure.details["path"], "sites", "{failure:?}");
+    // The OpenAPI document lists the GET, the document as a JSON parameter.
+    let doc: Value = reqwest::get(fleet.server.url("/api/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let parameters = doc["paths"]["/api/fleet.plan"]["get"]["parameters"]
+        .as_array()
+        .unwrap_or_else(|| panic!("fleet.plan has a GET"));
+    let config = parameters.iter().find(|p| p["name"] == "config").unwrap();
+    assert_eq!(
+        config["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/FleetConfig"
+    );
+    assert_eq!(config["required"], true);
+}
+both!(plan_by_get, fleet_plan_is_a_read);

@@ -11,7 +11,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode};
 use axum::response::{IntoResponse, Response};
 use planner::calls;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
@@ -256,7 +258,8 @@ pub fn methods() -> Vec<Method> {
             name: "fleet.plan",
             permission: iam::FLEET_ADMIN,
             scope: iam::FLEET_SCOPE,
-            read: false,
+            // The seed calls it a read: it changes nothing, so GET serves it too.
+            read: true,
             summary: "Diffs a document against the fleet; changes nothing.",
             input: schema::<fleet::PlanInput>,
             run: handler!(fleet::plan),
@@ -581,22 +584,28 @@ fn hoist(
     schema
 }
 
-/// The one JSON type a query parameter of `schema` takes (`string`, `boolean`, `integer`),
-/// `null` aside (an absent optional field): `None` for objects, lists and the like, which
-/// have no query form.
+/// How a query parameter of `schema` is read: `string`, `boolean` or `integer` (`null` aside:
+/// an absent optional field), or `json` for a field that takes an object or a list (a
+/// document, say), given as JSON text.
 fn query_type(schema: &Value) -> Option<&'static str> {
+    if schema.get("$ref").is_some() {
+        return Some("json");
+    }
     let types: Vec<&str> = match &schema["type"] {
         Value::String(t) => vec![t.as_str()],
         Value::Array(types) => types.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
+    if types.contains(&"object") || types.contains(&"array") {
+        return Some("json");
+    }
     ["string", "boolean", "integer"]
         .into_iter()
         .find(|t| types.contains(t))
 }
 
-/// A GET's query parameters: the input's string, boolean and integer fields, as
-/// [`query_input`] reads them; other fields cannot be given on GET.
+/// A GET's query parameters: the input's fields, as [`query_input`] reads them; an object or
+/// list field is JSON text (`content`, not `schema`, in OpenAPI's terms).
 fn query_parameters(input: &Value) -> Vec<Value> {
     let required: Vec<&str> = input["required"]
         .as_array()
@@ -611,7 +620,9 @@ fn query_parameters(input: &Value) -> Vec<Value> {
             continue;
         };
         let mut schema = schema.clone();
-        schema["type"] = json!(kind);
+        if kind != "json" {
+            schema["type"] = json!(kind);
+        }
         if let Some(map) = schema.as_object_mut()
             && map.get("default") == Some(&Value::Null)
         {
@@ -622,8 +633,12 @@ fn query_parameters(input: &Value) -> Vec<Value> {
             "name": name,
             "in": "query",
             "required": required.contains(&name.as_str()),
-            "schema": schema,
         });
+        if kind == "json" {
+            parameter["content"] = json!({ "application/json": { "schema": schema } });
+        } else {
+            parameter["schema"] = schema.clone();
+        }
         if let Some(description) = schema.get("description") {
             parameter["description"] = description.clone();
         }
@@ -718,9 +733,10 @@ pub fn openapi(methods: &[Method]) -> Value {
 /// Query parameters become the input object, typed by the input's schema: a boolean field
 /// is `true` or `false` (anything else is INVALID_INPUT at that field), an integer field a
 /// JSON number when it reads as one (else it stays text, which the input then refuses with
-/// its path), everything else text.
+/// its path), an object or list field JSON text (kept byte for byte: a document's duplicate
+/// keys are the planner's to find), everything else text.
 fn query_input(pairs: Vec<(String, String)>, input: &Value) -> Result<Vec<u8>, ApiError> {
-    let mut map = Map::new();
+    let mut map: BTreeMap<String, Box<RawValue>> = BTreeMap::new();
     for (k, v) in pairs {
         let value = match query_type(&input["properties"][&k]) {
             Some("boolean") => match v.as_str() {
@@ -737,11 +753,18 @@ fn query_input(pairs: Vec<(String, String)>, input: &Value) -> Result<Vec<u8>, A
                 Ok(n) => Value::Number(n),
                 Err(_) => Value::String(v),
             },
+            Some("json") => {
+                let raw = RawValue::from_string(v)
+                    .map_err(|err| ApiError::invalid(&k, format!("must be JSON text: {err}")))?;
+                map.insert(k, raw);
+                continue;
+            }
             _ => Value::String(v),
         };
-        map.insert(k, value);
+        let raw = serde_json::value::to_raw_value(&value).expect("a JSON value serializes");
+        map.insert(k, raw);
     }
-    Ok(Value::Object(map).to_string().into_bytes())
+    Ok(serde_json::to_vec(&map).expect("JSON text serializes"))
 }
 
 /// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): 405 with `Allow`
