@@ -854,3 +854,88 @@ async fn a_refused_session_says_why_and_offers_another_key() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// A document too long for the editor (over 256 KiB) is held outside it: the page says so,
+/// plans it (the planHash equals the server's), and "Edit here" puts it in the editor, which
+/// takes the focus.
+#[tokio::test]
+async fn a_long_document_is_planned_outside_the_editor() {
+    let (server, admin, keys) = demo_server("console-long-key");
+    // A thousand sites, pools and flavors: about 400 KB written out.
+    let sites: Vec<Value> = (0..1000)
+        .map(|i| json!({ "name": format!("long-site-{i:04}"), "kind": "shared", "region": "eu-central" }))
+        .collect();
+    let pools: Vec<Value> = (0..1000)
+        .map(|i| json!({ "name": format!("long-pool-{i:04}"), "site": format!("long-site-{i:04}"), "class": "vps-host" }))
+        .collect();
+    let flavors: Vec<Value> = (0..1000)
+        .map(|i| json!({ "pool": format!("long-pool-{i:04}"), "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }))
+        .collect();
+    let document = json!({ "version": 1, "sites": sites, "pools": pools, "flavors": flavors });
+    let text = serde_json::to_string_pretty(&document).unwrap();
+    assert!(text.len() > 256 * 1024, "{} bytes", text.len());
+    let upload = keys.path().join("long-fleet.json");
+    std::fs::write(&upload, &text).unwrap();
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(&admin)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    wait_for(&browser, "#document-file")
+        .await
+        .send_keys(upload.to_str().unwrap())
+        .await
+        .unwrap();
+    let held = wait_text(&browser, "#held", |t| t.contains("long-fleet.json")).await;
+    assert!(held.contains("validated and planned as it is"), "{held}");
+    let lines = text.lines().count();
+    assert!(held.contains(&format!("{lines} lines")), "{held}");
+    let editor = wait_for(&browser, "#document").await;
+    assert!(
+        !editor.is_displayed().await.unwrap(),
+        "the editor is hidden"
+    );
+    let page_hash = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
+    assert!(summary.contains("3000 to create"), "{summary}");
+    let server_plan = ok(
+        &server,
+        &admin,
+        "fleet.plan",
+        json!({ "tenantId": "root", "config": document, "prune": false }),
+    )
+    .await;
+    assert_eq!(page_hash, server_plan["planHash"].as_str().unwrap());
+    screenshots(&browser, "10-plan-long-document").await;
+
+    click(&browser, "#edit-here").await;
+    expect_focus(&browser, "document").await;
+    assert!(
+        !wait_for(&browser, "#held")
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    let length = browser
+        .execute(
+            "return document.querySelector('#document').value.length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(length, json!(text.encode_utf16().count()));
+    // The plan stays what it was: the text is the same.
+    let again = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    assert_eq!(again, page_hash);
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

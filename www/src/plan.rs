@@ -14,6 +14,11 @@ use leptos::task::spawn_local;
 use planner::{Document, Invalid, Plan, PlanOptions};
 use wasm_bindgen::{JsCast, JsValue};
 
+/// Above this size a document from a file or the export is not written into the editor:
+/// Chromium takes over a second to lay out a textarea holding a megabyte. It is validated and
+/// planned as it is, and "Edit here" puts it in the editor when asked.
+const EDIT_LIMIT: usize = 256 * 1024;
+
 /// Where the apply stands.
 #[derive(Debug, Clone, PartialEq)]
 enum Applying {
@@ -187,11 +192,25 @@ pub fn PlanView() -> impl IntoView {
     // The editor's text is written only when it comes from elsewhere (a file, the export):
     // echoing typed or pasted text back into a textarea costs as much as the paste.
     let editor = NodeRef::<html::Textarea>::new();
+    // True while the document is held outside the editor (see EDIT_LIMIT).
+    let held = RwSignal::new(false);
     let load_text = move |value: String| {
+        let hold = value.len() > EDIT_LIMIT;
         if let Some(editor) = editor.get_untracked() {
-            editor.set_value(&value);
+            editor.set_value(if hold { "" } else { &value });
         }
+        held.set(hold);
         set_text(value);
+    };
+    let edit_here = move |_| {
+        let Some(editor) = editor.get_untracked() else {
+            return;
+        };
+        text.with_untracked(|t| editor.set_value(t));
+        held.set(false);
+        // Shown now, not when the attribute's effect runs: a hidden element takes no focus.
+        editor.set_hidden(false);
+        let _ = editor.focus();
     };
     let read_file = move |file: web_sys::File| {
         file_name.set(Some(file.name()));
@@ -295,8 +314,17 @@ pub fn PlanView() -> impl IntoView {
                     "FleetConfig document (JSON): paste it, or drop a file here"
                     <span class="muted">{move || file_name.get().map(|n| format!(" · {n}"))}</span>
                 </label>
+                <div id="held" class="held" hidden=move || !held.get()>
+                    <p role="status">
+                        {move || held.get().then(|| text.with(|t| held_line(file_name.get().as_deref(), t)))}
+                    </p>
+                    <button id="edit-here" type="button" class="secondary" on:click=edit_here>
+                        "Edit here"
+                    </button>
+                </div>
                 <textarea
                     id="document"
+                    hidden=move || held.get()
                     spellcheck="false"
                     // No soft wrapping: a long document lays out in about half the time.
                     wrap="off"
@@ -371,6 +399,23 @@ pub fn PlanView() -> impl IntoView {
 
         <ApplyPanel text planned validated prune applying />
     }
+}
+
+/// What the page says of a document it holds outside the editor: where it came from, its
+/// size and lines.
+fn held_line(file: Option<&str>, text: &str) -> String {
+    let lines = text.lines().count();
+    let kib = text.len().div_ceil(1024);
+    let size = match kib {
+        0..1024 => format!("{kib} KiB"),
+        _ => format!("{:.1} MiB", kib as f64 / 1024.0),
+    };
+    let from = file.unwrap_or("The export");
+    format!(
+        "{from}: {size}, {lines} lines, validated and planned as it is. It is not shown \
+         in the editor, where a document this long takes the browser a second or more to lay \
+         out."
+    )
 }
 
 /// Which export the plan is made against, and when it was fetched.
