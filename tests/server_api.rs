@@ -227,6 +227,20 @@ async fn iam_keys_grants_and_refusals(db: Db) {
         )
         .await;
     assert_eq!(grant.details["path"], "scope");
+    // A root grant on a tenant's scope names a tenant that exists, by a valid id.
+    let (ops, _) = fleet.service_account("root", "ops", &[]).await;
+    let grant = |scope: &str| json!({ "tenantId": "root", "principalId": ops, "permission": "compute:pool:read", "scope": scope });
+    let ghost = fleet
+        .fails("grant.create", grant("tenants/ghost"), "NOT_FOUND")
+        .await;
+    assert_eq!(ghost.details["id"], "ghost", "{ghost:?}");
+    for scope in ["tenants/", "tenants/Not A Name", "tenants/acme/pools"] {
+        let bad = fleet
+            .fails("grant.create", grant(scope), "INVALID_INPUT")
+            .await;
+        assert_eq!(bad.details["path"], "scope", "{scope}: {bad:?}");
+    }
+    fleet.ok("grant.create", grant("tenants/acme")).await;
     // A permission the checks could never match is refused, not stored as a dead grant.
     for permission in [
         "compute:po*",

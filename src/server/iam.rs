@@ -777,7 +777,23 @@ pub async fn grant_create(
             "a permission such as compute:pool:update, module:*, or *",
         ));
     }
+    // A root grant on another tenant's scope names that tenant: a typo must not leave a grant
+    // that matches nothing.
+    let named = scope.strip_prefix("tenants/").filter(|_| scope != own);
+    if let Some(named) = named
+        && !planner::validate::is_name(named)
+    {
+        return Err(ApiError::invalid(
+            "scope",
+            format!("{scope:?} does not name a tenant: tenants/<tenant id>"),
+        ));
+    }
     let mut tx = state.db.write_tx().await?;
+    if let Some(named) = named
+        && !super::db::exists(&mut tx, "SELECT id FROM tenants WHERE id = $1", &[named]).await?
+    {
+        return Err(ApiError::not_found("tenant", named));
+    }
     require_principal(&mut tx, &input.tenant_id, &input.principal_id).await?;
     if super::db::exists(
         &mut tx,
