@@ -134,6 +134,20 @@ pub async fn audit(
     row.write(conn).await
 }
 
+/// Ends a successful write: its audit row (outcome `ok`), then the commit, so the row lands
+/// with the write or not at all.
+pub async fn commit_audited(
+    mut tx: Tx,
+    caller: &Caller,
+    tenant_id: &str,
+    method: &str,
+    object_id: Option<&str>,
+    details: Value,
+) -> Result<(), sqlx::Error> {
+    audit(&mut tx, caller, tenant_id, method, "ok", object_id, details).await?;
+    tx.commit().await
+}
+
 /// Audit rows of one caller, written together by [`AuditBatch::write`]: one INSERT per
 /// [`AuditBatch::ROWS`] rows instead of one per row (an apply of thousands of calls). Ids and
 /// times are taken when a row is pushed, so the rows read as if written one by one.
@@ -475,17 +489,15 @@ pub async fn tenant_create(
     }
     let name = input.name.clone().unwrap_or_else(|| input.id.clone());
     insert_tenant(&mut tx, &input.id, &name).await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         ROOT,
         "tenant.create",
-        "ok",
         Some(&input.id),
         json!({ "id": input.id }),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": input.id, "name": name, "revision": 1 }))
 }
 
@@ -555,17 +567,15 @@ pub async fn service_account_create(
         &input.name,
     )
     .await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&id),
         json!({ "name": input.name }),
     )
     .await?;
-    tx.commit().await?;
     Ok(
         json!({ "id": id, "tenantId": input.tenant_id, "kind": "serviceAccount", "name": input.name, "revision": 1 }),
     )
@@ -614,17 +624,15 @@ pub async fn api_key_create(
     require_principal(&mut tx, &input.tenant_id, &input.principal_id).await?;
     let name = input.name.unwrap_or_default();
     let (id, key) = insert_key(&mut tx, &input.tenant_id, &input.principal_id, &name).await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&id),
         json!({ "principalId": input.principal_id }),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": id, "principalId": input.principal_id, "key": key }))
 }
 
@@ -664,17 +672,15 @@ pub async fn api_key_revoke(
     if n == 0 {
         return Err(ApiError::not_found("apiKey", &input.id));
     }
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&input.id),
         json!({}),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": input.id, "revoked": true }))
 }
 
@@ -817,17 +823,15 @@ pub async fn grant_create(
     )
     .await?;
     let details = json!({ "principalId": input.principal_id, "permission": input.permission, "scope": scope });
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&id),
         details.clone(),
     )
     .await?;
-    tx.commit().await?;
     Ok(
         json!({ "id": id, "principalId": input.principal_id, "permission": input.permission, "scope": scope }),
     )
@@ -854,17 +858,15 @@ pub async fn grant_delete(
     if n == 0 {
         return Err(ApiError::not_found("grant", &input.id));
     }
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&input.id),
         json!({}),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": input.id, "deleted": true }))
 }
 

@@ -8,7 +8,7 @@
 use super::AppState;
 use super::db::{Modules, Rows, Tx, fetch, new_id, now_ms};
 use super::error::{ApiError, Code};
-use super::iam::{Caller, audit, check_name, parse, parse_value};
+use super::iam::{Caller, check_name, commit_audited, parse, parse_value};
 use planner::calls::*;
 use planner::document::{Network, Policy, PoolClass, SiteKind, Warm};
 use planner::export::Kind;
@@ -81,17 +81,15 @@ pub async fn call_http(
     let mut tx = state.db.write_tx().await?;
     state.db.lock_tenant(&mut tx, &tenant).await?;
     let outcome = execute(&mut tx, caller, state.modules, &call).await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &tenant,
         method,
-        "ok",
         outcome.object_id.as_deref(),
         json!({ "input": input }),
     )
     .await?;
-    tx.commit().await?;
     Ok(outcome.value)
 }
 

@@ -13,7 +13,7 @@ use super::AppState;
 use super::db::{new_id, now_ms};
 use super::error::ApiError;
 use super::events::{self, TYPES};
-use super::iam::{Caller, audit, check_name, parse};
+use super::iam::{Caller, check_name, commit_audited, parse};
 use super::reconciler::{self, Backoff, BoxFut, Outcome, Reconciler};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -767,17 +767,15 @@ pub async fn create(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&id),
         json!({ "url": url, "events": kinds }),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": id, "secret": secret, "url": url, "events": kinds, "enabled": true }))
 }
 
@@ -821,17 +819,15 @@ pub async fn delete(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
         .bind(&input.id)
         .execute(&mut *tx)
         .await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&input.id),
         json!({}),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": input.id, "deleted": true }))
 }
 
@@ -861,17 +857,15 @@ pub async fn rotate_secret(
     .bind(&input.id)
     .execute(&mut *tx)
     .await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&input.id),
         json!({ "previousUntil": until }),
     )
     .await?;
-    tx.commit().await?;
     Ok(json!({ "id": input.id, "secret": secret, "previousSecretUntil": until }))
 }
 
@@ -976,17 +970,15 @@ pub async fn redeliver(state: &AppState, caller: &Caller, input: &[u8]) -> Resul
         .await?;
     }
     let delivery = insert_delivery(&mut tx, &input.tenant_id, &input.id, &input.event_id).await?;
-    audit(
-        &mut tx,
+    commit_audited(
+        tx,
         caller,
         &input.tenant_id,
         method,
-        "ok",
         Some(&input.id),
         json!({ "eventId": input.event_id, "deliveryId": delivery }),
     )
     .await?;
-    tx.commit().await?;
     state.reconcilers.notify();
     Ok(json!({ "deliveryId": delivery, "webhookId": input.id, "eventId": input.event_id }))
 }
