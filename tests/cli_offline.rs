@@ -438,6 +438,16 @@ fn usage_errors_exit_2() {
             "--plan-hash",
             "abc",
         ],
+        // Not a planHash: a usage error, before any request.
+        &[
+            "fleet",
+            "apply",
+            "fleet.json",
+            "--tenant",
+            "root",
+            "--plan-hash",
+            "abc",
+        ],
         &["fleet", "status"],
         &[
             "fleet",
@@ -551,6 +561,17 @@ fn export_refuses_to_overwrite_a_file() {
         "precious"
     );
     assert!(!sandbox.path("new.json").exists());
+    // Without any key or URL too: the file is the first thing checked.
+    let run = sandbox.run(
+        &["fleet", "export", "--tenant", "root", "--out", "fleet.json"],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("refusing to overwrite"),
+        "{}",
+        run.stderr
+    );
 
     // And an unreachable server is an error exit 1 that names it.
     let run = sandbox.run(

@@ -329,6 +329,41 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
         again.stderr,
         "error: fleet.json already exists; refusing to overwrite it (remove it or choose another file)\n"
     );
+    // A URL with a path of its own reaches no method: the server says so in its envelope.
+    let url = format!("{}/api", d.server.url(""));
+    let wrong = d.cli_with(
+        &["fleet", "export", "--tenant", "root"],
+        &[
+            ("BETTER_COMPUTE_URL", &url),
+            ("BETTER_COMPUTE_TOKEN", &d.key),
+        ],
+    );
+    assert_eq!(wrong.code, 1, "{wrong:?}");
+    assert!(
+        wrong
+            .stderr
+            .starts_with("error: NOT_FOUND: /api/api/fleet.export is not an API path"),
+        "{}",
+        wrong.stderr
+    );
+    // An export that cannot write its second file leaves neither behind.
+    let failed = d.cli(&[
+        "fleet",
+        "export",
+        "--tenant",
+        "root",
+        "--out",
+        "part.json",
+        "--state",
+        "no-such-folder/export.json",
+    ]);
+    assert_eq!(failed.code, 1, "{failed:?}");
+    assert!(
+        failed.stderr.contains("no-such-folder/export.json"),
+        "{}",
+        failed.stderr
+    );
+    assert!(!d.path("part.json").exists(), "part.json was left behind");
 
     // Export, then plan with prune: nothing to do, and apply does not call fleet.apply.
     let same = d.cli(&[
@@ -498,7 +533,7 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
     assert!(
         stale
             .stdout
-            .starts_with("The fleet moved since the plan was reviewed; the plan is now:\n"),
+            .starts_with("The plan is not the reviewed one (the fleet moved since the review, or the document or --prune differ); the plan is now:\n"),
         "{}",
         stale.stdout
     );
@@ -562,10 +597,17 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
         )
     );
 
-    // Blocked plans exit PLAN_BLOCKED from plan and apply; nothing is applied.
+    // Blocked plans exit PLAN_BLOCKED from plan and apply, with every change that does
+    // something printed, the blocked one and the others alike, and the same error line.
     let mut blocked = reviewed();
     blocked["pools"][0]["gpuModel"] = json!("H100");
+    blocked["sites"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "name": "zrh", "kind": "shared", "region": "eu-central" }));
     d.write("blocked.json", &blocked);
+    let mut printed = Vec::new();
+    let stale = "0".repeat(64);
     for args in [
         &["fleet", "plan", "blocked.json", "--tenant", "root"][..],
         &[
@@ -583,23 +625,32 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
             "--tenant",
             "root",
             "--plan-hash",
-            "00",
+            &stale,
         ][..],
     ] {
         let run = d.cli(args);
         assert_eq!(run.code, 1, "{run:?}");
         assert!(
-            run.stdout
-                .starts_with("! ~ pool vps-fra (gpuModel) (blocked: "),
+            run.stdout.starts_with(
+                "+ site zrh\n! ~ pool vps-fra (gpuModel) (blocked: gpuModel cannot change"
+            ),
             "{}",
             run.stdout
         );
-        assert!(
-            run.stderr.starts_with("error: PLAN_BLOCKED: "),
-            "{}",
-            run.stderr
+        assert_eq!(
+            run.stderr,
+            "error: PLAN_BLOCKED: the plan is blocked: 1 change cannot be applied (marked !); \
+             fix the document\n"
         );
+        let lines: Vec<String> = run
+            .stdout
+            .lines()
+            .filter(|l| !l.starts_with("planHash: "))
+            .map(str::to_owned)
+            .collect();
+        printed.push(lines);
     }
+    assert!(printed.windows(2).all(|w| w[0] == w[1]), "{printed:#?}");
     assert_eq!(
         d.cli(&[
             "fleet",

@@ -162,6 +162,20 @@ async fn hand_edits_show_in_the_next_plan(db: Db) {
     assert_eq!(drift.details["planHash"], plan["planHash"]);
     assert_eq!(drift.details["expected"], "0".repeat(64));
     assert!(drift.details["changes"].is_array() && drift.details["summary"].is_object());
+    // A planHash that is no planHash at all is a mistake in the input, not a moved fleet.
+    for bad in [
+        "00".to_owned(),
+        plan["planHash"].as_str().unwrap().to_uppercase(),
+    ] {
+        let malformed = fleet
+            .fails(
+                "fleet.apply",
+                json!({ "tenantId": "root", "config": doc, "planHash": bad }),
+                "INVALID_INPUT",
+            )
+            .await;
+        assert_eq!(malformed.details["path"], "planHash", "{malformed:?}");
+    }
     // The refusal is audited, and nothing else was written.
     let audit = fleet
         .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
@@ -678,13 +692,16 @@ async fn deployments_without_a_module_block_its_kinds(db: Db) {
             "PLAN_BLOCKED",
         )
         .await;
+    // The details carry the whole plan, as CONFIG_DRIFT's do; the template is the blocked one.
+    let changes = refused.details["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), plan["changes"].as_array().unwrap().len());
+    let blocked: Vec<&Value> = changes.iter().filter(|c| c["blocked"] == true).collect();
+    assert!(!blocked.is_empty());
     assert!(
-        refused.details["changes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|c| c["blocked"] == true)
+        blocked.iter().all(|c| c["kind"] == "sandboxTemplate"),
+        "{blocked:?}"
     );
+    assert_eq!(refused.details["summary"], plan["summary"]);
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;

@@ -25,6 +25,15 @@ impl PlanHash {
     pub fn of_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, CanonicalError> {
         Ok(PlanHash(sha256_hex(to_canonical(value)?.as_bytes())))
     }
+
+    /// The shape of every planHash: 64 lowercase hexadecimal digits. Anything else can never
+    /// match a plan, so it is a mistake to report as such rather than as a moved fleet.
+    pub const PATTERN: &str = "^[0-9a-f]{64}$";
+
+    /// True when `text` has the shape of a planHash ([`PlanHash::PATTERN`]).
+    pub fn is_well_formed(text: &str) -> bool {
+        text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
 }
 
 impl std::fmt::Display for PlanHash {
@@ -234,6 +243,22 @@ mod tests {
     fn check(input: &str, expect: &str) {
         let value: Value = serde_json::from_str(input).unwrap();
         assert_eq!(canonicalize(&value), expect, "input: {input}");
+    }
+
+    #[test]
+    fn plan_hashes_are_well_formed() {
+        let hash = PlanHash::of(&json!([]));
+        assert!(PlanHash::is_well_formed(&hash.0));
+        for bad in [
+            "",
+            "00",
+            &hash.0.to_uppercase(),
+            &format!("{}0", hash.0),
+            &hash.0[1..],
+        ] {
+            assert!(!PlanHash::is_well_formed(bad), "{bad}");
+        }
+        assert!(!PlanHash::is_well_formed(&format!("{}g", &hash.0[1..])));
     }
 
     #[test]

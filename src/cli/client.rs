@@ -116,13 +116,10 @@ fn read_error(status: reqwest::StatusCode, body: &[u8]) -> ApiError {
         },
         None => ApiError {
             code: format!("HTTP_{}", status.as_u16()),
+            // A proxy's page, a web server's 404 or 405: the URL is likely not the server's.
             message: format!(
-                "the server answered {status} without an error body{}",
-                if status == reqwest::StatusCode::NOT_FOUND {
-                    " (is the URL a better-compute server?)"
-                } else {
-                    ""
-                }
+                "the server answered {status} without an error body (is the URL a \
+                 better-compute server, without a path?)"
             ),
             details: Value::Null,
         },

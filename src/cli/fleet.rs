@@ -40,7 +40,10 @@ pub struct ExportRequest {
 
 /// `fleet export`: the document as pretty JSON, never over an existing file; kinds the
 /// deployment does not serve are reported on stderr.
-pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> {
+pub fn export(
+    connect: impl FnOnce() -> Result<Client, CliError>,
+    request: &ExportRequest,
+) -> Result<(), CliError> {
     if let (Some(out), Some(state)) = (&request.out, &request.state)
         && out == state
     {
@@ -52,7 +55,7 @@ pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> 
     for path in [&request.out, &request.state].into_iter().flatten() {
         refuse_existing(path)?;
     }
-    let answer: Value = client.call("fleet.export", &json!({ "tenantId": request.tenant }))?;
+    let answer: Value = connect()?.call("fleet.export", &json!({ "tenantId": request.tenant }))?;
     let config = answer
         .get("config")
         .ok_or_else(|| CliError::failed("the answer of fleet.export has no config"))?;
@@ -67,12 +70,24 @@ pub fn export(client: &Client, request: &ExportRequest) -> Result<(), CliError> 
             missing.join(", ")
         );
     }
+    let mut files = Vec::new();
     match &request.out {
-        Some(path) => write_new(path, &pretty(config))?,
+        Some(path) => files.push((path, pretty(config))),
         None => say!("{}", pretty(config)),
     }
     if let Some(path) = &request.state {
-        write_new(path, &pretty(&answer))?;
+        files.push((path, pretty(&answer)));
+    }
+    // All or nothing: a file left behind by a failed export would refuse the next attempt.
+    let mut written: Vec<&PathBuf> = Vec::new();
+    for (path, text) in &files {
+        if let Err(err) = write_new(path, text) {
+            for path in written {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(err);
+        }
+        written.push(path);
     }
     if let Some(path) = &request.out {
         eprintln!(
@@ -317,36 +332,47 @@ fn apply_call(client: &Client, input: &Value, print: Print, style: Style) -> Res
         Err(CallError::Api(err)) if err.code == code::CONFIG_DRIFT => {
             print_plan_in(
                 &err,
-                Some("The fleet moved since the plan was reviewed; the plan is now:"),
+                Some(
+                    "The plan is not the reviewed one (the fleet moved since the review, or the \
+                     document or --prune differ); the plan is now:",
+                ),
                 style,
             );
             Err(err.into())
         }
         Err(CallError::Api(err)) if err.code == code::PLAN_BLOCKED => {
-            print_plan_in(&err, None, style);
-            Err(err.into())
+            // The plan as `fleet plan` prints it, then the same error line.
+            match print_plan_in(&err, None, style) {
+                Some(plan) => Err(blocked_error(
+                    plan.changes.iter().filter(|c| c.blocked).count(),
+                )),
+                None => Err(err.into()),
+            }
         }
         Err(err) => Err(err.into()),
     }
 }
 
-/// The plan in a `CONFIG_DRIFT` or `PLAN_BLOCKED` answer's details, after `heading`.
-fn print_plan_in(err: &ApiError, heading: Option<&str>, style: Style) {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Moved {
-        plan_hash: String,
-        #[serde(default)]
-        changes: Vec<Change>,
-        summary: Summary,
+/// The plan a `CONFIG_DRIFT` or `PLAN_BLOCKED` answer's details carry.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PlanInError {
+    plan_hash: String,
+    #[serde(default)]
+    changes: Vec<Change>,
+    summary: Summary,
+}
+
+/// Prints the plan in an error's details, after `heading`, and answers it (`None` when the
+/// details hold no plan).
+fn print_plan_in(err: &ApiError, heading: Option<&str>, style: Style) -> Option<PlanInError> {
+    let plan = serde_json::from_value::<PlanInError>(err.details.clone()).ok()?;
+    if let Some(heading) = heading {
+        sayln!("{heading}");
     }
-    if let Ok(moved) = serde_json::from_value::<Moved>(err.details.clone()) {
-        if let Some(heading) = heading {
-            sayln!("{heading}");
-        }
-        say!("{}", render::changes(&moved.changes, &moved.summary, style));
-        sayln!("planHash: {}", moved.plan_hash);
-    }
+    say!("{}", render::changes(&plan.changes, &plan.summary, style));
+    sayln!("planHash: {}", plan.plan_hash);
+    Some(plan)
 }
 
 /// What `fleet status` needs.
@@ -536,14 +562,20 @@ fn check_blocked(plan: &Plan) -> Result<(), CliError> {
     if !plan.is_blocked() {
         return Ok(());
     }
-    let blocked = plan.changes.iter().filter(|change| change.blocked).count();
-    Err(CliError::coded(
+    Err(blocked_error(
+        plan.changes.iter().filter(|change| change.blocked).count(),
+    ))
+}
+
+/// `PLAN_BLOCKED` for a plan with `blocked` blocked changes, whoever found them.
+fn blocked_error(blocked: usize) -> CliError {
+    CliError::coded(
         code::PLAN_BLOCKED,
         format!(
             "the plan is blocked: {} cannot be applied (marked !); fix the document",
             count(blocked, "change")
         ),
-    ))
+    )
 }
 
 fn refuse_existing(path: &Path) -> Result<(), CliError> {
@@ -572,8 +604,11 @@ fn write_new(path: &Path, text: &str) -> Result<(), CliError> {
                 CliError::failed(format!("cannot create {}: {err}", path.display()))
             }
         })?;
-    file.write_all(text.as_bytes())
-        .map_err(|err| CliError::failed(format!("writing {}: {err}", path.display())))
+    file.write_all(text.as_bytes()).map_err(|err| {
+        // Not half a file: the next attempt would refuse to overwrite it.
+        let _ = std::fs::remove_file(path);
+        CliError::failed(format!("writing {}: {err}", path.display()))
+    })
 }
 
 fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {

@@ -152,7 +152,7 @@ drift baseline).")]
         #[arg(long, conflicts_with = "plan_hash")]
         yes: bool,
         /// Apply the plan reviewed earlier, which had this planHash.
-        #[arg(long, value_name = "HASH")]
+        #[arg(long, value_name = "HASH", value_parser = plan_hash)]
         plan_hash: Option<String>,
         /// `text` for people, `json` for tools: the plan when reviewing, else the apply's
         /// answer, `{plan, applied}`.
@@ -231,6 +231,15 @@ pub fn main() -> ExitCode {
 }
 
 /// Resolves the fleet command's configuration once, then runs its operation.
+/// `--plan-hash`: a planHash as `fleet plan` prints it; anything else is a usage error.
+fn plan_hash(text: &str) -> Result<String, String> {
+    if planner::PlanHash::is_well_formed(text) {
+        Ok(text.to_owned())
+    } else {
+        Err("a planHash is 64 lowercase hexadecimal digits, as `fleet plan` prints it".to_owned())
+    }
+}
+
 fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
     let flags = ConnectionFlags {
         url: args.url,
@@ -249,7 +258,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
     let connect = || Client::new(Connection::resolve(&flags, env)?);
     match args.command {
         FleetCommand::Export { tenant, out, state } => {
-            fleet::export(&connect()?, &fleet::ExportRequest { tenant, out, state })
+            fleet::export(connect, &fleet::ExportRequest { tenant, out, state })
         }
         FleetCommand::Plan {
             document,

@@ -798,6 +798,17 @@ pub async fn wrong_verb(
     response
 }
 
+/// Any verb on a path under `/api/` that is no method's: NOT_FOUND in the API's envelope.
+pub async fn unknown_path(uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    ApiError::with(
+        Code::NotFound,
+        format!("{path} is not an API path: methods are POST /api/<method>"),
+        json!({ "route": path }),
+    )
+    .into_response()
+}
+
 /// `POST|GET /api/<method>`.
 pub async fn handle(
     State(state): State<AppState>,

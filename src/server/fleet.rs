@@ -69,6 +69,7 @@ pub struct ApplyInput {
     pub prune: bool,
     /// The reviewed plan's hash; CONFIG_DRIFT when the fleet moved since.
     #[serde(default)]
+    #[schemars(pattern(planner::PlanHash::PATTERN))]
     pub plan_hash: Option<String>,
 }
 
@@ -149,6 +150,14 @@ pub async fn apply_http(
     input: &[u8],
 ) -> Result<Value, ApiError> {
     let input: ApplyInput = parse(input)?;
+    if let Some(hash) = &input.plan_hash
+        && !planner::PlanHash::is_well_formed(hash)
+    {
+        return Err(ApiError::invalid(
+            "planHash",
+            "a planHash is 64 lowercase hexadecimal digits, as fleet.plan answers it",
+        ));
+    }
     check_admin(state, caller, "fleet.apply", &input.tenant_id).await?;
     let document = validate(&input.config)?;
     apply(
@@ -162,10 +171,13 @@ pub async fn apply_http(
     .await
 }
 
+/// PLAN_BLOCKED: the message names the first blocked change; the details carry the whole plan
+/// (changes, summary, planHash), as CONFIG_DRIFT's do, the blocked changes marked `blocked`.
 fn blocked(plan: &Plan) -> ApiError {
-    let changes: Vec<_> = plan.changes.iter().filter(|c| c.blocked).collect();
-    let first = changes
-        .first()
+    let blocked = plan.changes.iter().filter(|c| c.blocked);
+    let first = blocked
+        .clone()
+        .next()
         .map(|c| {
             format!(
                 ": {} {}: {}",
@@ -177,8 +189,8 @@ fn blocked(plan: &Plan) -> ApiError {
         .unwrap_or_default();
     ApiError::with(
         Code::PlanBlocked,
-        format!("the plan has {} blocked change(s){first}", changes.len()),
-        json!({ "changes": changes, "summary": plan.summary, "planHash": plan.plan_hash }),
+        format!("the plan has {} blocked change(s){first}", blocked.count()),
+        json!({ "changes": plan.changes, "summary": plan.summary, "planHash": plan.plan_hash }),
     )
 }
 
@@ -294,7 +306,8 @@ pub async fn apply(
         return Err(ApiError::with(
             Code::ConfigDrift,
             format!(
-                "the fleet moved since the plan was made: the plan is now {}",
+                "the plan is now {}, not the reviewed {expected}: the fleet moved since the \
+                 review, or the document or prune differ",
                 plan.plan_hash
             ),
             json!({ "planHash": plan.plan_hash, "expected": expected, "changes": plan.changes, "summary": plan.summary }),

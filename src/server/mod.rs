@@ -27,7 +27,7 @@ pub mod webhooks;
 use anyhow::Context as _;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::{Json, Router};
 use db::{Db, Modules};
 use serde::Deserialize;
@@ -392,6 +392,10 @@ pub fn router(state: AppState) -> Router {
             "/api/{method}",
             get(api::handle).post(api::handle).fallback(api::wrong_verb),
         )
+        // Any other path under /api is an API mistake (a URL with a path of its own, say),
+        // answered in the API's envelope rather than by the console's files.
+        .route("/api/", any(api::unknown_path))
+        .route("/api/{method}/{*rest}", any(api::unknown_path))
         .layer(axum::middleware::from_fn_with_state(
             ratelimit::Limiter::from_env(),
             ratelimit::limit,
