@@ -349,13 +349,32 @@ fn validate_prints_every_problem_with_its_path() {
     assert_eq!(run.stdout, "");
     let lines: Vec<&str> = run.stderr.lines().collect();
     for path in ["version", "sites[0].name", "pools[0].offers[1].quota.vcpu"] {
-        let prefix = format!("bad.json: {path}: ");
+        let part = format!(": {path}: ");
         assert!(
-            lines.iter().any(|line| line.starts_with(&prefix)),
-            "no line starts with {prefix:?}:\n{}",
+            lines
+                .iter()
+                .any(|line| line.starts_with("bad.json:") && line.contains(&part)),
+            "no line of bad.json has {part:?}:\n{}",
             run.stderr
         );
     }
+    // Like a compiler's: FILE:LINE:COLUMN of the value the path names, for editors to jump to.
+    let text = std::fs::read_to_string(sandbox.path("bad.json")).unwrap();
+    let (index, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, line)| line.contains("\"vcpu\": -1"))
+        .unwrap();
+    let column = line.find("-1").unwrap() + 1;
+    let expected = format!(
+        "bad.json:{}:{column}: pools[0].offers[1].quota.vcpu: must be an integer",
+        index + 1
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with(&expected)),
+        "no line starts with {expected:?}:\n{}",
+        run.stderr
+    );
     let last = lines.last().unwrap();
     assert!(
         last.starts_with("error: INVALID_INPUT: bad.json does not validate (")
@@ -367,8 +386,7 @@ fn validate_prints_every_problem_with_its_path() {
     let run = sandbox.run(&["fleet", "plan", "bad.json", "--tenant", "root"], &[]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr
-            .contains("bad.json: pools[0].offers[1].quota.vcpu: "),
+        run.stderr.contains(": pools[0].offers[1].quota.vcpu: "),
         "{}",
         run.stderr
     );
@@ -387,7 +405,12 @@ fn validate_prints_every_problem_with_its_path() {
     std::fs::write(sandbox.path("broken.json"), "{\"version\": 1,").unwrap();
     let run = sandbox.run(&["fleet", "validate", "broken.json"], &[]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.starts_with("broken.json: "), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("broken.json:1:14: the document is not valid JSON: "),
+        "{}",
+        run.stderr
+    );
 
     let run = sandbox.run(&["fleet", "validate", "absent.json"], &[]);
     assert_eq!(run.code, 1);
@@ -409,7 +432,7 @@ fn validate_prints_every_problem_with_its_path() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("\nbad.json: pools[0]"),
+        run.stderr.contains(": pools[0].offers[1].quota.vcpu: "),
         "{}",
         run.stderr
     );

@@ -888,8 +888,7 @@ fn connection_errors_and_precedence() {
     let run = d.cli(&["fleet", "apply", "bad.json", "--tenant", "root", "--yes"]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr
-            .starts_with("bad.json: pools[0].ownerQuota.gpu: "),
+        run.stderr.starts_with("bad.json:") && run.stderr.contains(": pools[0].ownerQuota.gpu: "),
         "{}",
         run.stderr
     );

@@ -20,6 +20,7 @@ pub mod export;
 pub mod fleet;
 mod hash;
 pub mod ids;
+pub mod locate;
 pub mod plan;
 pub mod schema;
 pub mod validate;

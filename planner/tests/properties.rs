@@ -4,7 +4,8 @@
 //! - planning is deterministic;
 //! - a fleet that already matches plans to no calls and the planHash of the empty list;
 //! - a plan made before a hand edit of an object it touches conflicts and changes nothing;
-//! - validate never panics, whatever the bytes, and accepts what a valid document serializes to.
+//! - validate never panics, whatever the bytes, and accepts what a valid document serializes to;
+//! - every path of a JSON text locates the value it names (`planner::locate`).
 #![cfg(not(target_arch = "wasm32"))]
 
 use planner::calls::{Call, PoolUpdate};
@@ -394,6 +395,29 @@ fn unordered_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Every node of `value` with its path, written as problems' paths are.
+fn paths(value: &Value, path: &mut String, out: &mut Vec<(String, Value)>) {
+    out.push((path.clone(), value.clone()));
+    let len = path.len();
+    match value {
+        Value::Object(map) => {
+            for (key, member) in map {
+                planner::validate::push_key(path, key);
+                paths(member, path, out);
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push_str(&format!("[{index}]"));
+                paths(item, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
 proptest! {
     // Failures print their minimal case; generated seeds are not kept in files.
     #![proptest_config(ProptestConfig {
@@ -402,6 +426,27 @@ proptest! {
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
+
+    #[test]
+    fn every_path_locates_its_value(value in unordered_json(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&value)
+        } else {
+            serde_json::to_string(&value)
+        }
+        .expect("JSON values serialize");
+        let mut all = Vec::new();
+        paths(&value, &mut String::new(), &mut all);
+        for (path, node) in all {
+            let at = planner::locate::locate(&text, &path);
+            prop_assert!(at.is_some(), "{} not found in {}", path, text);
+            let at = at.expect("checked");
+            let found: Value = serde_json::from_str(&text[at.start..at.end]).expect("a value");
+            prop_assert_eq!(found, node, "{}", path);
+            let before = &text[..at.start];
+            prop_assert_eq!(at.line, before.matches('\n').count() + 1);
+        }
+    }
 
     #[test]
     fn canonical_json_from_serialize_equals_it_from_a_value(value in unordered_json()) {

@@ -4,7 +4,7 @@
 use super::client::{ApiError, CallError, Client};
 use super::error::{CliError, code};
 use super::render::{self, Status, Style};
-use planner::{Change, Document, Export, Plan, PlanOptions, Summary};
+use planner::{Change, Document, Export, Plan, PlanOptions, Problem, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -460,8 +460,9 @@ fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
             Ok((document, raw))
         }
         Err(invalid) => {
+            let text = std::str::from_utf8(&bytes).ok();
             for problem in &invalid.problems {
-                eprintln!("{}", problem_line(file, &problem.path, &problem.message));
+                eprintln!("{}", problem_line(file, text, problem));
             }
             Err(CliError::coded(
                 code::INVALID_INPUT,
@@ -475,12 +476,19 @@ fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
     }
 }
 
-/// `FILE: path: message`, or `FILE: message` for the document's root.
-fn problem_line(file: &Path, path: &str, message: &str) -> String {
-    if path.is_empty() {
-        format!("{}: {message}", file.display())
+/// `FILE:LINE:COLUMN: path: message`, as compilers write it (editors jump there): the line and
+/// column of the value the path names in the file's `text` (of its closest part that exists,
+/// for a missing field), without them when the text has no such place; no `path: ` for the
+/// document's root.
+fn problem_line(file: &Path, text: Option<&str>, problem: &Problem) -> String {
+    let mut line = file.display().to_string();
+    if let Some(at) = text.and_then(|text| planner::locate::locate_problem(text, problem)) {
+        line.push_str(&format!(":{}:{}", at.line, at.column));
+    }
+    if problem.path.is_empty() {
+        format!("{line}: {}", problem.message)
     } else {
-        format!("{}: {path}: {message}", file.display())
+        format!("{line}: {}: {}", problem.path, problem.message)
     }
 }
 
@@ -489,6 +497,9 @@ fn problem_line(file: &Path, path: &str, message: &str) -> String {
 /// not the file's: the `error:` line alone says it.
 fn print_problems_from(err: &ApiError, file: &Path) {
     let problems = err.details.get("problems").and_then(Value::as_array);
+    // The file as sent (read again: this is the rare path of a server that refuses what the
+    // CLI accepted), for the problems' lines and columns.
+    let text = std::fs::read_to_string(file).ok();
     let lines: Vec<(&str, &str)> = match problems {
         Some(problems) => problems
             .iter()
@@ -508,7 +519,11 @@ fn print_problems_from(err: &ApiError, file: &Path) {
     };
     for (path, message) in lines {
         if is_document_path(path) {
-            eprintln!("{}", problem_line(file, path, message));
+            let problem = Problem {
+                path: path.to_owned(),
+                message: message.to_owned(),
+            };
+            eprintln!("{}", problem_line(file, text.as_deref(), &problem));
         }
     }
 }
