@@ -862,7 +862,7 @@ async fn exports_list_items_by_name_whatever_their_age(db: Db) {
         );
         let accounts = list(
             "providerAccounts",
-            json!({ "name": format!("a-{name}"), "provider": "hetzner-cloud" }),
+            json!({ "name": format!("a-{name}"), "provider": "hetzner-cloud", "config": {} }),
         );
         let pools = list(
             "pools",
@@ -948,3 +948,80 @@ async fn exports_list_items_by_name_whatever_their_age(db: Db) {
     assert_eq!(objects.len(), 3 * kinds.len());
 }
 both!(export_order, exports_list_items_by_name_whatever_their_age);
+
+/// What another tenant uses cannot be pruned: the export names that user (no document of this
+/// tenant can), the plan blocks the delete, the apply refuses the plan as a whole instead of
+/// failing at a call, and the console's and the CLI's offline plans agree.
+async fn prune_keeps_what_another_tenant_uses(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": seed_document() }),
+        )
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let id = |name: &str| {
+        export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .and_then(|o| o["id"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    // acme's template on root's pool (offered to acme) with root's flavor.
+    fleet
+        .ok(
+            "sandboxTemplate.create",
+            json!({ "tenantId": "acme", "name": "acme-py", "poolId": id("vps-fra"),
+                    "flavorId": id("vps-fra/g1.small"), "imageId": "ubuntu-24.04",
+                    "network": "private" }),
+        )
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let user = json!({ "tenantId": "acme", "kind": "sandboxTemplate", "name": "acme-py" });
+    for name in ["vps-fra", "vps-fra/g1.small"] {
+        let object = export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap();
+        assert_eq!(object["usedBy"], user, "{object}");
+    }
+    // Root's own template goes; the flavor acme uses stays, blocked.
+    let mut doc = seed_document();
+    doc["flavors"] = json!([]);
+    doc["sandboxTemplates"] = json!([]);
+    let input = json!({ "tenantId": "root", "config": doc, "prune": true });
+    let plan = fleet.ok("fleet.plan", input.clone()).await;
+    let flavor = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "flavor")
+        .unwrap();
+    assert_eq!(
+        (&flavor["action"], &flavor["blocked"], &flavor["note"]),
+        (
+            &json!("delete"),
+            &json!(true),
+            &json!("flavor is used by sandbox template \"acme-py\" of tenant acme")
+        )
+    );
+    let offline = offline_plan(&doc, &export, true);
+    assert_eq!(json!(offline.plan_hash), plan["planHash"]);
+    assert!(offline.summary.blocked);
+    fleet.fails("fleet.apply", input, "PLAN_BLOCKED").await;
+    let after = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(after, export, "nothing changed");
+}
+both!(used_elsewhere, prune_keeps_what_another_tenant_uses);

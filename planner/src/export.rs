@@ -54,6 +54,21 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The kind in a sentence (`sandbox template`).
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Site => "site",
+            Kind::ProviderAccount => "provider account",
+            Kind::Pool => "pool",
+            Kind::OwnerQuota => "owner quota",
+            Kind::Offer => "offer",
+            Kind::Flavor => "flavor",
+            Kind::SandboxTemplate => "sandbox template",
+        }
+    }
+}
+
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -140,6 +155,35 @@ pub struct ObjectRef {
     pub id: Option<String>,
     /// Its revision; update and delete calls carry it as `ifRevision`.
     pub revision: u64,
+    /// Another tenant's object that uses this one (a sandbox template on a pool offered to
+    /// it, with one of its flavors): deleting or archiving this one is refused while that
+    /// stays, and the document cannot say so. The first such user by tenant and name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_by: Option<ExternalUser>,
+}
+
+/// An object of another tenant that uses one of the exported tenant's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExternalUser {
+    /// Its tenant.
+    pub tenant_id: String,
+    /// Its kind (`sandboxTemplate`).
+    pub kind: Kind,
+    /// Its name in its tenant's fleet.
+    pub name: String,
+}
+
+impl ExternalUser {
+    /// How a note names it: `sandbox template "py" of tenant acme`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} \"{}\" of tenant {}",
+            self.kind.noun(),
+            self.name,
+            self.tenant_id
+        )
+    }
 }
 
 /// A pool of another tenant offered to this one.

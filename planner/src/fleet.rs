@@ -1026,6 +1026,8 @@ impl Fleet {
             name,
             id: id.cloned(),
             revision,
+            // One tenant's model: no other tenant uses its objects.
+            used_by: None,
         };
         let mut out = Vec::new();
         for (id, s) in &self.sites {

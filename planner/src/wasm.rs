@@ -44,7 +44,8 @@ export interface Document {
 }
 export type Kind = "site" | "providerAccount" | "pool" | "ownerQuota" | "offer" | "flavor" | "sandboxTemplate";
 export type Section = "sites" | "providerAccounts" | "pools" | "flavors" | "sandboxTemplates";
-export interface ObjectRef { kind: Kind; name: string; id?: string; revision: number }
+export interface ObjectRef { kind: Kind; name: string; id?: string; revision: number; usedBy?: ExternalUser }
+export interface ExternalUser { tenantId: string; kind: Kind; name: string }
 export interface OfferedPool { id: string; flavors?: { name: string; id: string }[] }
 /** What `fleet.export` answers: the state a plan diffs against. */
 export interface Export {

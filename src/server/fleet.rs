@@ -16,7 +16,7 @@ use super::objects::{
 };
 use super::{AppState, FaultAction};
 use planner::document::{self as doc, Document};
-use planner::export::{Export, Kind, ObjectRef, OfferedFlavor, OfferedPool, Section};
+use planner::export::{Export, ExternalUser, Kind, ObjectRef, OfferedFlavor, OfferedPool, Section};
 use planner::{Call, Plan, PlanOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -455,6 +455,7 @@ pub async fn build_export(
             name: name.to_string(),
             id: id.map(str::to_string),
             revision: u64::try_from(revision).unwrap_or(0),
+            used_by: None,
         });
     };
 
@@ -670,6 +671,36 @@ pub async fn build_export(
     for p in &mut pools {
         if let Some(o) = p.offers.as_mut() {
             o.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        }
+    }
+    // Other tenants' templates on this tenant's pools (offered to them) and flavors keep
+    // those from going, which no document of this tenant can say: the export does.
+    if modules.vps && modules.sandboxes {
+        let mut users: HashMap<String, ExternalUser> = HashMap::new();
+        let rows = load_templates(
+            conn,
+            "tenant_id <> $1 AND pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)",
+            &[tenant],
+            Rows::Unordered,
+        )
+        .await?;
+        for t in rows {
+            let user = ExternalUser {
+                tenant_id: t.tenant_id,
+                kind: Kind::SandboxTemplate,
+                name: t.name,
+            };
+            for id in [t.pool_id, t.flavor_id] {
+                let first = users.entry(id).or_insert_with(|| user.clone());
+                if (&user.tenant_id, &user.name) < (&first.tenant_id, &first.name) {
+                    *first = user.clone();
+                }
+            }
+        }
+        for o in &mut objects {
+            if let Some(user) = o.id.as_ref().and_then(|id| users.get(id)) {
+                o.used_by = Some(user.clone());
+            }
         }
     }
     // By kind and plan name; the rest of the key only orders what no export should hold (two

@@ -360,15 +360,24 @@ fn section(v: &Value) -> Option<planner::Section> {
     })
 }
 
-fn object_ref(v: &Value) -> Option<planner::export::ObjectRef> {
+fn kind(v: &Value) -> Option<planner::Kind> {
     let kind = text(v, "kind")?;
+    planner::Kind::ALL.into_iter().find(|k| k.as_str() == kind)
+}
+
+fn object_ref(v: &Value) -> Option<planner::export::ObjectRef> {
     Some(planner::export::ObjectRef {
-        kind: planner::Kind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == kind)?,
+        kind: kind(v)?,
         name: text(v, "name")?,
         id: text(v, "id"),
         revision: v.get("revision")?.as_u64()?,
+        used_by: v.get("usedBy").and_then(|u| {
+            Some(planner::export::ExternalUser {
+                tenant_id: text(u, "tenantId")?,
+                kind: kind(u)?,
+                name: text(u, "name")?,
+            })
+        }),
     })
 }
 
@@ -387,7 +396,18 @@ fn offered_pool(v: &Value) -> Option<planner::export::OfferedPool> {
 /// `fleet.export {tenantId}`. The config is read by `planner::validate`, the very reader
 /// the server uses for documents (and one reader in the .wasm instead of two).
 pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError> {
-    let mut answer = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
+    let answer = call(key, "fleet.export", &json!({ "tenantId": tenant })).await?;
+    let (export, config) = read_export(answer)?;
+    Ok(Exported {
+        export,
+        config,
+        fetched_at: js_sys::Date::now(),
+    })
+}
+
+/// Reads `fleet.export`'s answer into the planner's `Export` (what serde's derive would read,
+/// without its code in the .wasm), and answers the config as received too.
+pub fn read_export(mut answer: Value) -> Result<(planner::Export, Value), ApiError> {
     let bad = || ApiError::bad_answer("fleet.export");
     let config = answer.get_mut("config").map(Value::take).ok_or_else(bad)?;
     // Written by Value's Display, the JSON writer the console already has (to_vec would be a
@@ -411,11 +431,7 @@ pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError>
         })
     })()
     .ok_or_else(bad)?;
-    Ok(Exported {
-        export,
-        config,
-        fetched_at: js_sys::Date::now(),
-    })
+    Ok((export, config))
 }
 
 /// What `fleet.apply` answers.

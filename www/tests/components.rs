@@ -163,3 +163,37 @@ fn arrow_keys_move_between_tabs() {
     assert_eq!(tab_after_key(Tab::Drift, "End"), Some(Tab::Plan));
     assert_eq!(tab_after_key(Tab::Drift, "Enter"), None);
 }
+
+/// The console reads `fleet.export`'s answer by hand (no derived `Deserialize` in the .wasm):
+/// every field the planner's `Export` has, optional ones included, must come through, or the
+/// page would plan differently from the server.
+#[wasm_bindgen_test]
+fn an_export_reads_as_the_planner_reads_it() {
+    let answer = json!({
+        "tenantId": "root",
+        "caller": "usr_ops",
+        "config": {
+            "version": 1,
+            "sites": [{ "name": "fra", "kind": "shared", "region": "eu" }],
+            "pools": [{ "name": "vps-fra", "site": "fra", "class": "vps-host",
+                        "ownerQuota": { "gpu": 8 }, "offers": [{ "tenant": "acme", "quota": { "vcpu": 4 } }] }],
+            "flavors": [{ "pool": "vps-fra", "name": "g1", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }]
+        },
+        "missing": ["sandboxTemplates"],
+        "objects": [
+            { "kind": "site", "name": "fra", "id": "site_1", "revision": 2 },
+            { "kind": "pool", "name": "vps-fra", "id": "pool_1", "revision": 3,
+              "usedBy": { "tenantId": "acme", "kind": "sandboxTemplate", "name": "acme-py" } },
+            { "kind": "ownerQuota", "name": "vps-fra:gpu", "revision": 1 },
+            { "kind": "flavor", "name": "vps-fra/g1", "id": "flv_1", "revision": 1,
+              "usedBy": { "tenantId": "acme", "kind": "sandboxTemplate", "name": "acme-py" } }
+        ],
+        "tenants": ["acme", "root"],
+        "offeredPools": [{ "id": "pool_9", "flavors": [{ "name": "g9", "id": "flv_9" }] }]
+    });
+    let expected: planner::Export = serde_json::from_value(answer.clone()).unwrap();
+    assert!(expected.objects[1].used_by.is_some());
+    let (read, config) = www::api::read_export(answer.clone()).unwrap();
+    assert_eq!(read, expected);
+    assert_eq!(config, answer["config"]);
+}

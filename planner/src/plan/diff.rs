@@ -52,6 +52,15 @@ pub(super) fn plan(document: &Document, export: &Export, options: PlanOptions) -
     planner.finish()
 }
 
+/// The note of a document item naming an object an earlier item already names (one by its
+/// name, the other by its id): applying both would change it twice.
+fn twice(kind: Kind, earlier: &str) -> String {
+    format!(
+        "the same {} as \"{earlier}\" (named twice, by name and by id)",
+        kind.noun()
+    )
+}
+
 /// `a` + `sep` + `b`, the shape of every composite plan name, without the formatting machinery
 /// (it runs once per owner quota, offer and flavor).
 fn join(a: &str, sep: &str, b: &str) -> String {
@@ -63,18 +72,6 @@ fn join(a: &str, sep: &str, b: &str) -> String {
 }
 
 /// The words a note uses for a kind.
-fn noun(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Site => "site",
-        Kind::ProviderAccount => "provider account",
-        Kind::Pool => "pool",
-        Kind::OwnerQuota => "owner quota",
-        Kind::Offer => "offer",
-        Kind::Flavor => "flavor",
-        Kind::SandboxTemplate => "sandbox template",
-    }
-}
-
 fn capacity<K, V>(n: usize) -> HashMap<K, V> {
     HashMap::with_capacity_and_hasher(n, Default::default())
 }
@@ -202,7 +199,8 @@ impl Diff {
 struct Current<'a, T> {
     items: &'a [T],
     by_name: HashMap<&'a str, usize>,
-    matched: Vec<bool>,
+    /// For each item, the document name that matched it.
+    matched: Vec<Option<&'a str>>,
 }
 
 impl<'a, T> Current<'a, T> {
@@ -215,14 +213,16 @@ impl<'a, T> Current<'a, T> {
         Current {
             items,
             by_name,
-            matched: vec![false; items.len()],
+            matched: vec![None; items.len()],
         }
     }
 
-    /// The current item `i` (from [`Planner::existing`]), marked as matched.
-    fn matching(&mut self, i: usize) -> &'a T {
-        self.matched[i] = true;
-        &self.items[i]
+    /// The current item `i` (from [`Planner::existing`]), marked as matched by the document
+    /// item `name`; and the name of an earlier document item that matched it too (the same
+    /// object named twice, by its name and by its id), if any.
+    fn matching(&mut self, i: usize, name: &'a str) -> (&'a T, Option<&'a str>) {
+        let earlier = *self.matched[i].get_or_insert(name);
+        (&self.items[i], (earlier != name).then_some(earlier))
     }
 
     /// The items no document item matched (asked once, after every match).
@@ -231,7 +231,7 @@ impl<'a, T> Current<'a, T> {
         self.items
             .iter()
             .zip(matched)
-            .filter_map(|(item, matched)| (!matched).then_some(item))
+            .filter_map(|(item, matched)| matched.is_none().then_some(item))
     }
 }
 
@@ -247,6 +247,8 @@ struct Planner<'a> {
     entries: Vec<&'a ObjectRef>,
     by_id: HashMap<&'a str, &'a ObjectRef>,
     tenants: HashSet<&'a str>,
+    /// Ids of other tenants' pools offered to this one: templates may use them, nothing else.
+    offered: HashSet<&'a str>,
     cur_sites: Current<'a, Site>,
     cur_accounts: Current<'a, ProviderAccount>,
     cur_pools: Current<'a, Pool>,
@@ -316,6 +318,7 @@ impl<'a> Planner<'a> {
             entries,
             by_id,
             tenants: ex.tenants.iter().map(String::as_str).collect(),
+            offered: ex.offered_pools.iter().map(|p| p.id.as_str()).collect(),
             cur_sites: Current::new(&config.sites, |s| &s.name),
             cur_accounts: Current::new(&config.provider_accounts, |a| &a.name),
             cur_pools: Current::new(&config.pools, |p| &p.name),
@@ -355,16 +358,6 @@ impl<'a> Planner<'a> {
                 self.pool_ids.insert(&p.name, id);
             }
         }
-        for offered in &ex.offered_pools {
-            self.pool_ids
-                .insert(&offered.id, Cow::Borrowed(&offered.id));
-            for f in &offered.flavors {
-                self.flavor_ids.insert(
-                    (Cow::Borrowed(offered.id.as_str()), f.name.as_str()),
-                    Cow::Borrowed(f.id.as_str()),
-                );
-            }
-        }
         for s in slice(&doc.sites) {
             if self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.id_of(Kind::Site, &s.name);
@@ -385,6 +378,19 @@ impl<'a> Planner<'a> {
             if self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.id_of(Kind::Pool, &p.name);
                 self.pool_ids.insert(&p.name, id);
+            }
+        }
+        // After the document's pools: a pool the document names like an offered pool's id is
+        // its own new pool, and its calls name the id its create makes, not the offered one.
+        for offered in &ex.offered_pools {
+            self.pool_ids
+                .entry(&offered.id)
+                .or_insert(Cow::Borrowed(&offered.id));
+            for f in &offered.flavors {
+                self.flavor_ids.insert(
+                    (Cow::Borrowed(offered.id.as_str()), f.name.as_str()),
+                    Cow::Borrowed(f.id.as_str()),
+                );
             }
         }
         for f in slice(&ex.config.flavors) {
@@ -470,6 +476,13 @@ impl<'a> Planner<'a> {
         self.object(kind, export_name).map(|o| o.revision)
     }
 
+    /// The note of an exported object another tenant's object uses (see
+    /// [`crate::export::ObjectRef::used_by`]): it cannot go while that stays.
+    fn used_elsewhere(&self, kind: Kind, export_name: &str) -> Option<String> {
+        let user = self.object(kind, export_name)?.used_by.as_ref()?;
+        Some(format!("{} is used by {}", kind.noun(), user.describe()))
+    }
+
     fn missing(&self, section: Section) -> bool {
         self.ex.missing.contains(&section)
     }
@@ -531,7 +544,7 @@ impl<'a> Planner<'a> {
                     format!(
                         "{} cannot change; create a new {} instead",
                         diff.fixed.join(", "),
-                        noun(kind)
+                        kind.noun()
                     ),
                 );
             }
@@ -582,11 +595,12 @@ impl<'a> Planner<'a> {
                     );
                 }
                 Some((i, _)) => {
-                    let cur = self.cur_sites.matching(i);
+                    let (cur, earlier) = self.cur_sites.matching(i, &s.name);
+                    let notes = earlier.map(|e| twice(Kind::Site, e)).into_iter().collect();
                     let mut diff = Diff::default();
                     diff.fixed("kind", &cur.kind, &s.kind);
                     diff.fixed("region", &cur.region, &s.region);
-                    self.update_or_unchanged(Kind::Site, s.name.clone(), diff, vec![], None);
+                    self.update_or_unchanged(Kind::Site, s.name.clone(), diff, notes, None);
                 }
             }
         }
@@ -673,7 +687,8 @@ impl<'a> Planner<'a> {
                         );
                     }
                     Some((i, existing)) => {
-                        let cur = self.cur_accounts.matching(i);
+                        let (cur, earlier) = self.cur_accounts.matching(i, &a.name);
+                        notes.extend(earlier.map(|e| twice(Kind::ProviderAccount, e)));
                         let mut diff = Diff::default();
                         diff.fixed("provider", &cur.provider, &a.provider);
                         diff.field("config", &cur.config, &a.config);
@@ -764,7 +779,10 @@ impl<'a> Planner<'a> {
         let users = first_users(flavor_uses.chain(template_uses));
         for cur in self.cur_pools.unmatched() {
             let id = self.existing_id(Kind::Pool, &cur.name);
-            let note = users.get(&*id).map(PoolUser::note);
+            let note = users
+                .get(&*id)
+                .map(PoolUser::note)
+                .or_else(|| self.used_elsewhere(Kind::Pool, &cur.name));
             self.prune_delete(
                 Kind::Pool,
                 cur.name.clone(),
@@ -824,7 +842,8 @@ impl<'a> Planner<'a> {
                 None
             }
             Some((i, existing)) => {
-                let cur = self.cur_pools.matching(i);
+                let (cur, earlier) = self.cur_pools.matching(i, &p.name);
+                notes.extend(earlier.map(|e| twice(Kind::Pool, e)));
                 let mut diff = Diff::default();
                 if !self.same(Kind::Site, &cur.site, &p.site) {
                     diff.fixed_differs("site", &cur.site, &p.site);
@@ -1009,7 +1028,11 @@ impl<'a> Planner<'a> {
     fn flavors(&mut self) {
         let missing = self.missing(Section::Flavors);
         let mut matched: HashSet<(&str, &str)> = HashSet::default();
-        for f in slice(&self.doc.flavors) {
+        // Each (pool id, flavor name) the document lists, with the plan name that listed it
+        // first: a pool named by name and by id would otherwise get the flavor twice.
+        let mut listed: HashMap<(Id<'a>, &'a str), String> = HashMap::default();
+        let doc = self.doc;
+        for f in slice(&doc.flavors) {
             let name = join(&f.pool, "/", &f.name);
             let pool_id = self.resolve(Kind::Pool, &f.pool);
             let mut notes = Vec::new();
@@ -1017,6 +1040,23 @@ impl<'a> Planner<'a> {
                 notes.push("this deployment does not serve flavors (vps module)".to_owned());
             } else if pool_id.is_none() {
                 notes.push(format!("unknown pool \"{}\"", f.pool));
+            } else if pool_id
+                .as_ref()
+                .is_some_and(|id| self.offered.contains(&**id))
+            {
+                notes.push(format!(
+                    "pool \"{}\" is another tenant's, offered to this one: only its owner adds \
+                     flavors to it",
+                    f.pool
+                ));
+            }
+            if let Some(id) = &pool_id {
+                match listed.get(&(id.clone(), f.name.as_str())) {
+                    Some(earlier) => notes.push(twice(Kind::Flavor, earlier)),
+                    None => {
+                        listed.insert((id.clone(), &f.name), name.clone());
+                    }
+                }
             }
             let existing = pool_id.as_ref().and_then(|id| {
                 self.cur_flavors
@@ -1082,7 +1122,8 @@ impl<'a> Planner<'a> {
                 let note = self
                     .resolve(Kind::Pool, &cur.pool)
                     .and_then(|pool| users.get(&(pool, cur.name.as_str())))
-                    .map(|user| format!("flavor is used by sandbox template \"{user}\""));
+                    .map(|user| format!("flavor is used by sandbox template \"{user}\""))
+                    .or_else(|| self.used_elsewhere(Kind::Flavor, &name));
                 self.prune_delete(
                     Kind::Flavor,
                     name,
@@ -1136,7 +1177,8 @@ impl<'a> Planner<'a> {
                     );
                 }
                 Some((i, existing)) => {
-                    let cur = self.cur_templates.matching(i);
+                    let (cur, earlier) = self.cur_templates.matching(i, &t.name);
+                    notes.extend(earlier.map(|e| twice(Kind::SandboxTemplate, e)));
                     let mut diff = Diff::default();
                     if !self.same(Kind::Pool, &cur.pool, &t.pool) {
                         diff.fixed_differs("pool", &cur.pool, &t.pool);

@@ -38,6 +38,7 @@ fn export(config: &str, missing: &[Section]) -> Export {
             name,
             id,
             revision: 7,
+            used_by: None,
         });
     };
     for s in config.sites.iter().flatten() {
@@ -743,8 +744,163 @@ fn an_id_of_an_object_without_a_config_item_names_nothing_existing() {
         name: "gone".into(),
         id: Some("site_gone".into()),
         revision: 3,
+        used_by: None,
     });
     let document =
         r#"{"version": 1, "sites": [{ "name": "site_gone", "kind": "shared", "region": "eu" }]}"#;
     check(document, &ex, KEEP, "site site_gone create");
+}
+
+/// An export whose tenant has the pool `pool_g` of another tenant offered to it, with its
+/// flavor `g1` (`flv_g1`).
+fn with_offered_pool(mut ex: Export) -> Export {
+    ex.offered_pools = vec![crate::export::OfferedPool {
+        id: "pool_g".into(),
+        flavors: vec![crate::export::OfferedFlavor {
+            name: "g1".into(),
+            id: "flv_g1".into(),
+        }],
+    }];
+    ex
+}
+
+#[test]
+fn flavors_on_an_offered_pool_are_blocked() {
+    // The pool is another tenant's: flavor.create would not find it among this tenant's.
+    let ex = with_offered_pool(export(r#"{"version": 1}"#, &[]));
+    check(
+        r#"{"version": 1, "flavors": [{"pool": "pool_g", "name": "mine", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}]}"#,
+        &ex,
+        KEEP,
+        r#"flavor pool_g/mine create blocked: pool "pool_g" is another tenant's, offered to this one: only its owner adds flavors to it"#,
+    );
+}
+
+#[test]
+fn a_pool_named_like_an_offered_pools_id_is_the_documents_own() {
+    // Its quota, offers, flavors and templates name the id its create makes, not the offered
+    // pool's.
+    let ex = with_offered_pool(export(FLEET, &[]));
+    let p = check(
+        r#"{"version": 1,
+            "pools": [{"name": "pool_g", "site": "fra", "class": "vps-host", "ownerQuota": {"vcpu": 4}}],
+            "flavors": [{"pool": "pool_g", "name": "g1", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}],
+            "sandboxTemplates": [{"name": "t", "pool": "pool_g", "flavor": "g1", "imageId": "i", "network": "none"}]}"#,
+        &ex,
+        KEEP,
+        "pool pool_g create
+         ownerQuota pool_g:vcpu create
+         flavor pool_g/g1 create
+         sandboxTemplate t create",
+    );
+    let created = ids::derive_id(
+        Kind::Pool,
+        "usr_ops",
+        &ids::idempotency_key("root", Kind::Pool, "pool_g"),
+    );
+    let inputs: Vec<serde_json::Value> = p
+        .calls
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap()["input"].clone())
+        .collect();
+    for input in &inputs[1..] {
+        assert_eq!(input["poolId"], created.as_str(), "{input}");
+    }
+    let flavor = ids::derive_id(
+        Kind::Flavor,
+        "usr_ops",
+        &ids::idempotency_key("root", Kind::Flavor, "pool_g/g1"),
+    );
+    assert_eq!(inputs[3]["flavorId"], flavor.as_str());
+}
+
+#[test]
+fn an_object_named_twice_is_blocked() {
+    let ex = export(FLEET, &[]);
+    // The same pool by its name and by its id: two updates of one pool at one revision.
+    let twice = edit(
+        r#"{ "name": "burst","#,
+        r#"{ "name": "pool_xvps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+      "policy": { "disruptionBudget": 0.4 } },
+    { "name": "burst","#,
+    );
+    check(
+        &twice,
+        &ex,
+        KEEP,
+        r#"pool pool_xvps-fra update blocked: the same pool as "vps-fra" (named twice, by name and by id)"#,
+    );
+    // A site, a provider account and a template likewise, whatever the order.
+    check(
+        r#"{"version": 1, "sites": [
+            { "name": "site_xfra", "kind": "shared", "region": "eu-central" },
+            { "name": "fra", "kind": "shared", "region": "eu-central" }]}"#,
+        &ex,
+        KEEP,
+        r#"site fra unchanged blocked: the same site as "site_xfra" (named twice, by name and by id)"#,
+    );
+    check(
+        &edit(
+            r#"[{ "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "secret://h" } }]"#,
+            r#"[{ "name": "cloud", "provider": "hetzner-cloud", "config": { "token": "secret://h" } },
+                { "name": "pa_xcloud", "provider": "hetzner-cloud", "config": { "token": "secret://h" } }]"#,
+        ),
+        &ex,
+        KEEP,
+        r#"providerAccount pa_xcloud unchanged blocked: the same provider account as "cloud" (named twice, by name and by id)"#,
+    );
+    check(
+        &edit(
+            r#""imageId": "ubuntu-24.04", "network": "private" }]"#,
+            r#""imageId": "ubuntu-24.04", "network": "private" },
+               { "name": "tpl_xpy-small", "pool": "vps-fra", "flavor": "g1.small",
+                 "imageId": "ubuntu-24.04", "network": "private" }]"#,
+        ),
+        &ex,
+        KEEP,
+        r#"sandboxTemplate tpl_xpy-small unchanged blocked: the same sandbox template as "py-small" (named twice, by name and by id)"#,
+    );
+    // A flavor listed under its pool's name and its pool's id: new or existing.
+    check(
+        r#"{"version": 1, "flavors": [
+            {"pool": "vps-fra", "name": "g9", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1},
+            {"pool": "pool_xvps-fra", "name": "g9", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}]}"#,
+        &ex,
+        KEEP,
+        r#"flavor pool_xvps-fra/g9 create blocked: the same flavor as "vps-fra/g9" (named twice, by name and by id)
+           flavor vps-fra/g9 create"#,
+    );
+}
+
+#[test]
+fn prune_keeps_what_another_tenant_uses() {
+    // Another tenant's template runs on this tenant's pool (offered to it) with its flavor:
+    // the export says so, as the document cannot.
+    let mut ex = export(FLEET, &[]);
+    let user = crate::export::ExternalUser {
+        tenant_id: "acme".into(),
+        kind: Kind::SandboxTemplate,
+        name: "acme-py".into(),
+    };
+    for o in &mut ex.objects {
+        if o.name == "vps-fra/g1.small" || o.name == "vps-fra" {
+            o.used_by = Some(user.clone());
+        }
+    }
+    check(
+        r#"{"version": 1, "pools": [], "flavors": [], "sandboxTemplates": []}"#,
+        &ex,
+        PRUNE,
+        r#"pool burst delete
+           pool vps-fra delete blocked: pool is used by sandbox template "acme-py" of tenant acme
+           flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "acme-py" of tenant acme
+           sandboxTemplate py-small delete"#,
+    );
+    // The tenant's own users are named first.
+    check(
+        r#"{"version": 1, "flavors": []}"#,
+        &ex,
+        PRUNE,
+        r#"flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small""#,
+    );
 }
