@@ -14,7 +14,7 @@ use planner::document::{
     SiteKind, Warm,
 };
 use planner::fleet::{FleetError, Modules};
-use planner::{Document, Export, Fleet, Plan, PlanOptions, plan, plan_hash, validate};
+use planner::{Document, Export, Fleet, Kind, Plan, PlanOptions, plan, plan_hash, validate};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -395,6 +395,64 @@ fn unordered_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// `document` with some of its references, and some of its items' names, replaced by the ids
+/// of the objects they name in `export` (a document may name any existing object by its id).
+fn by_ids(document: &mut Document, export: &Export, tape: &mut Tape) {
+    let id = |kind: Kind, name: &str| {
+        export
+            .objects
+            .iter()
+            .find(|o| o.kind == kind && o.name == name)
+            .and_then(|o| o.id.clone())
+    };
+    let mut swap = |tape: &mut Tape, kind: Kind, name: &mut String, percent: u32| {
+        if tape.chance(percent)
+            && let Some(id) = id(kind, name)
+        {
+            *name = id;
+        }
+    };
+    for s in document.sites.iter_mut().flatten() {
+        swap(tape, Kind::Site, &mut s.name, 20);
+    }
+    for a in document.provider_accounts.iter_mut().flatten() {
+        swap(tape, Kind::ProviderAccount, &mut a.name, 20);
+    }
+    for p in document.pools.iter_mut().flatten() {
+        swap(tape, Kind::Site, &mut p.site, 50);
+        if let Some(account) = &mut p.provider_account {
+            swap(tape, Kind::ProviderAccount, account, 50);
+        }
+    }
+    for f in document.flavors.iter_mut().flatten() {
+        swap(tape, Kind::Pool, &mut f.pool, 50);
+    }
+    for t in document.sandbox_templates.iter_mut().flatten() {
+        swap(tape, Kind::Pool, &mut t.pool, 50);
+        swap(tape, Kind::SandboxTemplate, &mut t.name, 20);
+    }
+    // Pools last: the references above name them by their names.
+    for p in document.pools.iter_mut().flatten() {
+        swap(tape, Kind::Pool, &mut p.name, 20);
+    }
+    // Now and then an item listed twice, by its name and by its id: a plan must not change
+    // one object twice (such a plan is blocked).
+    if tape.chance(30)
+        && let Some(sites) = &mut document.sites
+        && let Some(mut copy) = sites.first().cloned()
+    {
+        swap(tape, Kind::Site, &mut copy.name, 100);
+        sites.push(copy);
+    }
+    if tape.chance(30)
+        && let Some(flavors) = &mut document.flavors
+        && let Some(mut copy) = flavors.first().cloned()
+    {
+        swap(tape, Kind::Pool, &mut copy.pool, 100);
+        flavors.push(copy);
+    }
+}
+
 /// Every node of `value` with its path, written as problems' paths are.
 fn paths(value: &Value, path: &mut String, out: &mut Vec<(String, Value)>) {
     out.push((path.clone(), value.clone()));
@@ -467,6 +525,27 @@ proptest! {
         let export = fleet.export();
         assert_export_holds(&export, &desired, prune);
         assert_converged(&plan(&desired, &export, options));
+    }
+
+    /// Naming existing objects by their ids, in references and as items' own names, plans
+    /// calls that all succeed (or a blocked plan) and converges.
+    #[test]
+    fn documents_naming_objects_by_id_converge(
+        desired in tape(),
+        current in tape(),
+        swaps in tape(),
+        prune in any::<bool>(),
+    ) {
+        let mut desired = document(&mut Tape { values: &desired, at: 0 });
+        let mut fleet = fleet_of(&document(&mut Tape { values: &current, at: 0 }));
+        by_ids(&mut desired, &fleet.export(), &mut Tape { values: &swaps, at: 0 });
+        let options = PlanOptions { prune };
+        let first = plan(&desired, &fleet.export(), options);
+        prop_assume!(!first.is_blocked());
+        if let Err((i, error)) = fleet.apply_all(&first.calls) {
+            panic!("call {i} ({:?}) failed: {error}", first.calls[i]);
+        }
+        assert_converged(&plan(&desired, &fleet.export(), options));
     }
 
     #[test]
