@@ -405,7 +405,7 @@ fn by_ids(document: &mut Document, export: &Export, tape: &mut Tape) {
             .find(|o| o.kind == kind && o.name == name)
             .and_then(|o| o.id.clone())
     };
-    let mut swap = |tape: &mut Tape, kind: Kind, name: &mut String, percent: u32| {
+    let swap = |tape: &mut Tape, kind: Kind, name: &mut String, percent: u32| {
         if tape.chance(percent)
             && let Some(id) = id(kind, name)
         {
