@@ -986,7 +986,7 @@ async fn prune_keeps_what_another_tenant_uses(db: Db) {
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
     let user = json!({ "tenantId": "acme", "kind": "sandboxTemplate", "name": "acme-py" });
-    for name in ["vps-fra", "vps-fra/g1.small"] {
+    for name in ["vps-fra", "vps-fra/g1.small", "vps-fra -> acme"] {
         let object = export["objects"]
             .as_array()
             .unwrap()

@@ -8,7 +8,8 @@
 //! Semantics, the server's (`src/server/objects.rs`), in one place to compare against:
 //! - Every object and every owner quota entry and offer has a revision: 1 on create, +1 on every
 //!   update-like call (a write, even when the values are the same). Entries have their own
-//!   revisions; changing one does not move its pool's.
+//!   revisions, and changing one moves its pool's too: archiving a pool removes its entries,
+//!   so a plan that archives it must not match a pool whose entries moved since.
 //! - `ifRevision` that does not match is [`FleetError::Conflict`], naming the object as the
 //!   server's `details.object` does (`pool pool_…`). On `setOwnerQuota`, `offer` and `unoffer`,
 //!   an `ifRevision` for an entry that does not exist is a conflict too; without one,
@@ -16,10 +17,11 @@
 //! - A create with an idempotency key gets `derive_id(kind, caller, key)`; when that object
 //!   exists the call answers it and changes nothing (an archived pool comes back to life with
 //!   the new fields, revision +1). Sites and pools created with a key record the name fleet
-//!   gave them, the key's last segment, like `fleet_names`.
-//! - `pool.archive` removes the pool's owner quotas, offers and name; the pool and its flavors
-//!   leave the export. Deleting a provider account a pool uses, or a flavor a template uses,
-//!   is [`FleetError::InUse`].
+//!   gave them, the key's last segment, like `fleet_names`; a name another object of the kind
+//!   has is [`FleetError::AlreadyExists`].
+//! - `pool.archive` removes the pool's owner quotas, offers and name; the pool leaves the
+//!   export. Archiving a pool a flavor or a template uses, deleting a provider account a pool
+//!   uses, or a flavor a template uses, is [`FleetError::InUse`].
 //! - `setOwnerQuota` with `max: null` removes the entry (nothing when there is none).
 
 use crate::calls::{
@@ -576,15 +578,36 @@ impl Fleet {
 
     /// Records the name fleet gives a created site or pool, the key's last segment, as
     /// `fleet.apply` does for every create it runs.
-    fn record_name(&mut self, id: &str, key: Option<&str>) {
-        if let Some(name) = key.and_then(|k| k.splitn(4, ':').nth(3)) {
-            self.names.insert(id.to_string(), name.to_string());
+    /// The name a key gives an object (its last segment), refused when another object of the
+    /// kind has it: two sites named `fra` would make an export no document can be.
+    fn name_for(
+        &self,
+        kind: Kind,
+        id: &str,
+        key: Option<&str>,
+    ) -> Result<Option<String>, FleetError> {
+        let Some(name) = key.and_then(|k| k.splitn(4, ':').nth(3)) else {
+            return Ok(None);
+        };
+        let prefix = ids::prefix(kind).unwrap_or_default();
+        let taken = self
+            .names
+            .iter()
+            .any(|(other, n)| n == name && other != id && other.starts_with(prefix));
+        if taken {
+            return Err(FleetError::AlreadyExists {
+                kind,
+                name: name.to_string(),
+            });
         }
+        Ok(Some(name.to_string()))
     }
 
     fn site_create(&mut self, i: &SiteCreate) -> Result<String, FleetError> {
         let id = self.new_id(Kind::Site, i.idempotency_key.as_deref());
-        self.record_name(&id, i.idempotency_key.as_deref());
+        if let Some(name) = self.name_for(Kind::Site, &id, i.idempotency_key.as_deref())? {
+            self.names.insert(id.clone(), name);
+        }
         self.sites.entry(id.clone()).or_insert_with(|| SiteObj {
             kind: i.kind,
             region: i.region.clone(),
@@ -621,6 +644,7 @@ impl Fleet {
             return Err(not_found("site", &i.site_id));
         }
         let id = self.new_id(Kind::Pool, i.idempotency_key.as_deref());
+        let name = self.name_for(Kind::Pool, &id, i.idempotency_key.as_deref())?;
         let pool = PoolObj {
             site_id: i.site_id.clone(),
             class: i.class,
@@ -645,7 +669,9 @@ impl Fleet {
                 self.pools.insert(id.clone(), pool);
             }
         }
-        self.record_name(&id, i.idempotency_key.as_deref());
+        if let Some(name) = name {
+            self.names.insert(id.clone(), name);
+        }
         Ok(id)
     }
 
@@ -695,6 +721,7 @@ impl Fleet {
                 pool.owner_quota.insert(i.resource.clone(), entry);
             }
         }
+        pool.revision += 1;
         Ok(())
     }
 
@@ -727,6 +754,7 @@ impl Fleet {
                     .insert(i.tenant.clone(), Entry { value, revision: 1 });
             }
         }
+        pool.revision += 1;
         Ok(())
     }
 
@@ -736,14 +764,27 @@ impl Fleet {
         let current = pool.offers.get(&i.tenant).map(|e| e.revision);
         check_entry(object, Some(i.if_revision), current)?;
         pool.offers.remove(&i.tenant);
+        pool.revision += 1;
         Ok(())
     }
 
     fn pool_archive(&mut self, i: &Delete) -> Result<(), FleetError> {
+        let object = format!("pool {}", i.id);
+        let revision = self.pool_mut(&i.id)?.revision;
+        check(object.clone(), i.if_revision, revision)?;
+        // What uses the pool goes first (the plan deletes it in earlier steps).
+        let flavor = self.flavors.iter().find(|(_, f)| f.pool_id == i.id);
+        let template = self.templates.values().find(|t| t.pool_id == i.id);
+        let user = match (flavor, template) {
+            (Some((id, _)), _) => Some(format!("flavor {id}")),
+            (None, Some(t)) => Some(format!("sandboxTemplate {}", t.name)),
+            (None, None) => None,
+        };
+        if let Some(user) = user {
+            return Err(FleetError::InUse { object, user });
+        }
         let pool = self.pool_mut(&i.id)?;
-        check(format!("pool {}", i.id), i.if_revision, pool.revision)?;
-        // The pool's owner quotas, offers and fleet name go with it; its flavors stay, out
-        // of the fleet (the plan deletes them first).
+        // The pool's owner quotas, offers and fleet name go with it.
         pool.owner_quota.clear();
         pool.offers.clear();
         pool.archived = true;
@@ -1252,8 +1293,8 @@ mod tests {
         assert_eq!(fleet.revision(Kind::OwnerQuota, "vps-fra:gpu"), Some(2));
         assert_eq!(
             fleet.revision(Kind::Pool, "vps-fra"),
-            Some(1),
-            "the pool did not move"
+            Some(3),
+            "the pool moves with its entries (archiving it removes them)"
         );
         assert!(matches!(
             fleet.apply(&quota(&p, "gpu", None, Some(1))),
@@ -1310,12 +1351,25 @@ mod tests {
         let s = site(&mut fleet, "fra");
         let p = pool(&mut fleet, "vps-fra", &s);
         fleet.apply(&quota(&p, "gpu", Some(8), None)).unwrap();
+        let archive = |if_revision| {
+            Call::PoolArchive(Delete {
+                tenant_id: T.into(),
+                id: p.clone(),
+                if_revision,
+            })
+        };
+        // An archive planned before an offer was added would remove that offer unseen.
+        let planned = archive(2);
         fleet.apply(&offer(&p, "acme", 64, None)).unwrap();
-        let archive = Call::PoolArchive(Delete {
-            tenant_id: T.into(),
-            id: p.clone(),
-            if_revision: 1,
-        });
+        assert_eq!(
+            fleet.apply(&planned),
+            Err(FleetError::Conflict {
+                object: format!("pool {p}"),
+                expected: 2,
+                actual: Some(3)
+            })
+        );
+        let archive = archive(3);
         fleet.apply(&archive).unwrap();
         let export = fleet.export();
         assert_eq!(export.config.pools, Some(vec![]));
@@ -1357,15 +1411,49 @@ mod tests {
             id: p.clone(),
             if_revision: 1,
         });
-        fleet.apply(&archive).unwrap();
+        // Not while a flavor uses it: the flavor would come back with the pool, unseen.
         assert_eq!(
-            fleet.export().config.flavors,
-            Some(vec![]),
-            "its flavors leave too"
+            fleet.apply(&archive),
+            Err(FleetError::InUse {
+                object: format!("pool {p}"),
+                user: format!("flavor {flavor}")
+            })
         );
+        fleet
+            .apply(&Call::FlavorDelete(Delete {
+                tenant_id: T.into(),
+                id: flavor.clone(),
+                if_revision: 1,
+            }))
+            .unwrap();
+        fleet.apply(&archive).unwrap();
         assert_eq!(pool(&mut fleet, "vps-fra", &s), p);
         assert_eq!(fleet.revision(Kind::Pool, "vps-fra"), Some(3));
-        assert_eq!(fleet.revision(Kind::Flavor, "vps-fra/g1.small"), Some(1));
+        assert_eq!(fleet.export().config.flavors, Some(vec![]));
+    }
+
+    #[test]
+    fn a_name_fleet_gave_is_not_given_twice() {
+        let mut fleet = fleet();
+        site(&mut fleet, "fra");
+        // Another caller's create with the same key derives another id: the name is taken.
+        let mut other = Fleet::new(T, "sa_ci", Modules::default(), Vec::<String>::new());
+        std::mem::swap(&mut other.sites, &mut fleet.sites);
+        std::mem::swap(&mut other.names, &mut fleet.names);
+        let again = other.apply(&Call::SiteCreate(SiteCreate {
+            tenant_id: T.into(),
+            idempotency_key: Some(ids::idempotency_key(T, Kind::Site, "fra")),
+            kind: SiteKind::Dedicated,
+            region: "elsewhere".into(),
+        }));
+        assert_eq!(
+            again,
+            Err(FleetError::AlreadyExists {
+                kind: Kind::Site,
+                name: "fra".into()
+            })
+        );
+        assert_eq!(other.export().config.sites.map(|s| s.len()), Some(1));
     }
 
     #[test]

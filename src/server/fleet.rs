@@ -684,21 +684,33 @@ pub async fn build_export(
             Rows::Unordered,
         )
         .await?;
+        // By object id (the pool, the flavor), and by plan name for the offer that lets the
+        // template's tenant use the pool (`vps-fra -> acme`).
         for t in rows {
+            let offer = pool_names
+                .get(&t.pool_id)
+                .map(|pool| format!("{pool} -> {}", t.tenant_id));
             let user = ExternalUser {
                 tenant_id: t.tenant_id,
                 kind: Kind::SandboxTemplate,
                 name: t.name,
             };
-            for id in [t.pool_id, t.flavor_id] {
-                let first = users.entry(id).or_insert_with(|| user.clone());
+            for key in [Some(t.pool_id), Some(t.flavor_id), offer]
+                .into_iter()
+                .flatten()
+            {
+                let first = users.entry(key).or_insert_with(|| user.clone());
                 if (&user.tenant_id, &user.name) < (&first.tenant_id, &first.name) {
                     *first = user.clone();
                 }
             }
         }
         for o in &mut objects {
-            if let Some(user) = o.id.as_ref().and_then(|id| users.get(id)) {
+            let key = match o.kind {
+                Kind::Offer => Some(&o.name),
+                _ => o.id.as_ref(),
+            };
+            if let Some(user) = key.and_then(|key| users.get(key)) {
                 o.used_by = Some(user.clone());
             }
         }

@@ -1004,7 +1004,13 @@ impl<'a> Planner<'a> {
             };
             for o in cur_offers.iter().filter(|o| !is_wanted(&o.tenant)) {
                 let name = join(&p.name, " -> ", &o.tenant);
-                let revision = self.revision(Kind::Offer, &join(cur_name, " -> ", &o.tenant));
+                let export_name = join(cur_name, " -> ", &o.tenant);
+                let revision = self.revision(Kind::Offer, &export_name);
+                // The tenant's templates on the pool would lose it.
+                let notes: Vec<String> = self
+                    .used_elsewhere(Kind::Offer, &export_name)
+                    .into_iter()
+                    .collect();
                 let call = Call::PoolUnoffer(PoolUnoffer {
                     tenant_id: self.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
@@ -1017,7 +1023,7 @@ impl<'a> Planner<'a> {
                     name,
                     Action::Delete,
                     None,
-                    vec![],
+                    notes,
                     Some(PRUNE_REASON),
                     call,
                 );

@@ -883,10 +883,20 @@ fn prune_keeps_what_another_tenant_uses() {
         name: "acme-py".into(),
     };
     for o in &mut ex.objects {
-        if o.name == "vps-fra/g1.small" || o.name == "vps-fra" {
+        if ["vps-fra/g1.small", "vps-fra", "vps-fra -> acme"].contains(&o.name.as_str()) {
             o.used_by = Some(user.clone());
         }
     }
+    // The offer that lets acme use the pool stays too.
+    check(
+        &edit(
+            r#""offers": [{ "tenant": "acme", "quota": { "vcpu": 64 } }]"#,
+            r#""offers": []"#,
+        ),
+        &ex,
+        PRUNE,
+        r#"offer vps-fra -> acme delete blocked: offer is used by sandbox template "acme-py" of tenant acme"#,
+    );
     check(
         r#"{"version": 1, "pools": [], "flavors": [], "sandboxTemplates": []}"#,
         &ex,
