@@ -106,6 +106,60 @@ async fn refused(
         error["message"].as_str().is_some_and(|m| !m.is_empty()) && error["details"].is_object(),
         "{label}: a clear envelope: {text:.500}"
     );
+    if let Some(path) = error["details"]["path"].as_str() {
+        assert!(
+            document_shaped(path),
+            "{label}: a path as the document's: {text:.500}"
+        );
+    }
+}
+
+/// True when `path` is written as the document's paths are (contracts.md, Validation): the
+/// root ``; plain keys (letters, digits, `_`, `-`) joined by `.`; `[i]` for an item; any other
+/// key as `["key"]`, quoted as JSON. Not serde_path_to_error's `.`, `?` or `quota.nvidia.gpu`.
+fn document_shaped(path: &str) -> bool {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let mut rest = path;
+    let mut first = true;
+    while !rest.is_empty() {
+        if let Some(inside) = rest.strip_prefix('[') {
+            let after = if inside.starts_with('"') {
+                let mut keys = serde_json::Deserializer::from_str(inside).into_iter::<String>();
+                match keys.next() {
+                    // A plain key is written with a dot, never quoted.
+                    Some(Ok(key)) if !key.is_empty() && key.chars().all(plain) => return false,
+                    Some(Ok(_)) => &inside[keys.byte_offset()..],
+                    _ => return false,
+                }
+            } else {
+                let digits = inside.len()
+                    - inside
+                        .trim_start_matches(|c: char| c.is_ascii_digit())
+                        .len();
+                if digits == 0 {
+                    return false;
+                }
+                &inside[digits..]
+            };
+            match after.strip_prefix(']') {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else {
+            let key = match rest.strip_prefix('.') {
+                Some(r) if !first => r,
+                None if first => rest,
+                _ => return false,
+            };
+            let len = key.len() - key.trim_start_matches(plain).len();
+            if len == 0 {
+                return false;
+            }
+            rest = &key[len..];
+        }
+        first = false;
+    }
+    true
 }
 
 /// One hostile request: label, HTTP verb, path, content type, body, expected status and code.
@@ -1241,3 +1295,231 @@ async fn get_query_booleans_and_integers_are_typed() {
         "{body}"
     );
 }
+
+/// The INVALID_INPUT error of `POST /api/<method>` with `body` sent as it is.
+async fn input_error(fleet: &Fleet, method: &str, body: &[u8]) -> Value {
+    let response = fleet
+        .client()
+        .post(fleet.server.url(&format!("/api/{method}")))
+        .bearer_auth(&fleet.key)
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let envelope: Value = response.json().await.unwrap();
+    let error = envelope["error"].clone();
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (400, Some("INVALID_INPUT")),
+        "{method} {}: {envelope}",
+        String::from_utf8_lossy(body)
+    );
+    let path = &error["details"]["path"];
+    assert!(
+        path.as_str().is_some_and(document_shaped),
+        "{method}: a path as the document's: {envelope}"
+    );
+    assert_eq!(
+        error["details"]["problems"],
+        json!([{ "path": path, "message": error["message"] }]),
+        "{method}: the one problem is the error's"
+    );
+    error
+}
+
+/// Input errors as contracts.md writes them: the value of a secret-looking key is never
+/// repeated, a map key that is not plain is written `["key"]`, and the root is ``.
+async fn input_errors_are_written_as_the_documents_are(db: Db) {
+    let (database, fleet) = fleet_with_seed(db).await;
+    let before = snapshot(&database).await;
+    let pool = fleet.ok("pool.list", json!({ "tenantId": "root" })).await["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let at = |error: &Value| {
+        (
+            error["details"]["path"].as_str().unwrap().to_string(),
+            error["message"].as_str().unwrap().to_string(),
+        )
+    };
+
+    // 1. Secret-looking keys: serde's message without the value, at the key.
+    let secret_cases: Vec<(&str, Value, &str, &str, &str)> = vec![
+        (
+            "providerAccount.create",
+            json!({ "tenantId": "globex", "name": "pp", "provider": "x", "config": { "password": 12345678 } }),
+            "12345678",
+            "config.password",
+            "invalid type: integer, expected a string",
+        ),
+        (
+            "providerAccount.create",
+            json!({ "tenantId": "root", "name": "pp", "provider": "x", "config": { "api.key": 98765.5 } }),
+            "98765.5",
+            r#"config["api.key"]"#,
+            "invalid type: floating point, expected a string",
+        ),
+        (
+            "providerAccount.update",
+            json!({ "tenantId": "root", "id": "pa_x", "ifRevision": 1, "config": { "TOKEN": 4815162342_u64 } }),
+            "4815162342",
+            "config.TOKEN",
+            "invalid type: integer, expected a string",
+        ),
+        (
+            "sandboxTemplate.create",
+            json!({ "tenantId": "root", "env": { "DB_PASSWORD": true } }),
+            "true",
+            "env.DB_PASSWORD",
+            "invalid type: boolean, expected a string",
+        ),
+        (
+            // A string where a quota's integer is due, holding quotes and serde's own words.
+            "pool.offer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "quota": { "gpu.token": "s3cr3t \"x\", expected \\ y" } }),
+            "s3cr3t",
+            r#"quota["gpu.token"]"#,
+            "invalid type: string, expected u64",
+        ),
+        (
+            "site.create",
+            json!({ "tenantId": "root", "idempotencyKey": 31337, "kind": "shared", "region": "eu" }),
+            "31337",
+            "idempotencyKey",
+            "invalid type: integer, expected a string",
+        ),
+    ];
+    for (method, body, value, path, message) in &secret_cases {
+        let error = input_error(&fleet, method, body.to_string().as_bytes()).await;
+        assert!(
+            !error.to_string().contains(value),
+            "{method}: the value of a secret-looking key is not repeated: {error}"
+        );
+        assert_eq!(
+            at(&error),
+            (path.to_string(), message.to_string()),
+            "{method}"
+        );
+    }
+    // A key that does not look secret keeps serde's whole message: only secrets are hidden.
+    let error = input_error(
+        &fleet,
+        "providerAccount.create",
+        json!({ "tenantId": "root", "name": "pp", "provider": "x", "config": { "region": 12345678 } })
+            .to_string()
+            .as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        at(&error),
+        (
+            "config.region".into(),
+            "invalid type: integer `12345678`, expected a string".into()
+        )
+    );
+    // The document's validator says the same without the value.
+    let mut document = seed_document();
+    document["providerAccounts"][0]["config"]["password"] = json!(12345678);
+    let failure = fleet
+        .fails(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": document }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert!(
+        !failure.message.contains("12345678") && !failure.details.to_string().contains("12345678"),
+        "{failure:?}"
+    );
+
+    // 2. Map keys that are not plain are written in brackets, as the validator writes them.
+    let offer = |quota: Value| {
+        json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "quota": quota }).to_string()
+    };
+    let error = input_error(
+        &fleet,
+        "pool.offer",
+        offer(json!({ "nvidia.gpu": -1 })).as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        at(&error),
+        (
+            r#"quota["nvidia.gpu"]"#.into(),
+            "invalid value: integer `-1`, expected u64".into()
+        )
+    );
+    let error = input_error(
+        &fleet,
+        "pool.offer",
+        offer(json!({ "a b": 1.5 })).as_bytes(),
+    )
+    .await;
+    assert_eq!(error["details"]["path"], r#"quota["a b"]"#, "{error}");
+    let error = input_error(
+        &fleet,
+        "pool.offer",
+        offer(json!({ "vcpu": "x" })).as_bytes(),
+    )
+    .await;
+    assert_eq!(error["details"]["path"], "quota.vcpu", "{error}");
+    let mut document = seed_document();
+    document["pools"][0]["ownerQuota"] = json!({ "nvidia.gpu": -1 });
+    let failure = fleet
+        .fails(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": document }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(
+        failure.details["path"], r#"pools[0].ownerQuota["nvidia.gpu"]"#,
+        "the document's path of the same key: {failure:?}"
+    );
+    // An item of a list is `[i]`, with no dot before it (an input read from bytes).
+    let error = input_error(
+        &fleet,
+        "webhook.create",
+        br#"{"tenantId":"root","url":"https://example.com/hook","events":["fleet.drifted",5]}"#,
+    )
+    .await;
+    assert_eq!(
+        at(&error),
+        (
+            "events[1]".into(),
+            "invalid type: integer `5`, expected a string at line 1 column 79".into()
+        )
+    );
+
+    // 3. A truncated body: the root is `` (a key that could not be read is its object's).
+    for (method, body, path) in [
+        ("site.list", &b"{"[..], ""),
+        ("tenant.create", b"{", ""),
+        ("pool.offer", b"{", ""),
+        ("fleet.plan", br#"{"tenantId":"root""#, ""),
+        (
+            "providerAccount.create",
+            br#"{"tenantId":"root","config":{"#,
+            "config",
+        ),
+        (
+            "providerAccount.create",
+            br#"{"tenantId":"root","config":{"pass"#,
+            "config",
+        ),
+    ] {
+        let error = input_error(&fleet, method, body).await;
+        assert_eq!(error["details"]["path"], path, "{method}: {error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("EOF while parsing"),
+            "{method}: serde_json's own words: {error}"
+        );
+    }
+    assert_eq!(snapshot(&database).await, before, "nothing changed");
+}
+both!(input_errors, input_errors_are_written_as_the_documents_are);

@@ -413,11 +413,8 @@ pub fn parse_value<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, Ap
 }
 
 fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiError {
-    let message = err.inner().to_string();
-    let mut path = err.path().to_string();
-    if path == "." {
-        path.clear();
-    }
+    let mut message = err.inner().to_string();
+    let mut path = document_path(err.path());
     // serde reports a missing or repeated key at its parent: point at the key itself.
     if let Some(field) = ["missing field `", "duplicate field `"]
         .iter()
@@ -426,7 +423,95 @@ fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiEr
     {
         planner::validate::push_key(&mut path, field);
     }
+    if under_secret_key(err.path()) {
+        message = without_value(&message);
+    }
     ApiError::invalid(path, message)
+}
+
+/// A serde path written as the document's paths are (`pools[0].quota["nvidia.gpu"]`, the root
+/// ``), not as serde_path_to_error prints it (`quota.nvidia.gpu`, `.` and `?`).
+fn document_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                planner::validate::push_key(&mut out, key)
+            }
+            // A key that could not be read (a truncated body): the problem is its object's.
+            Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// True when the path ends in, or lies under, a secret-looking key: its message must not
+/// repeat the value (contracts.md).
+fn under_secret_key(path: &serde_path_to_error::Path) -> bool {
+    use serde_path_to_error::Segment;
+    path.iter().any(|segment| match segment {
+        Segment::Map { key } | Segment::Enum { variant: key } => {
+            planner::validate::looks_secret(key)
+        }
+        Segment::Seq { .. } | Segment::Unknown => false,
+    })
+}
+
+/// `message` without the value serde repeats in it: `invalid type: integer `5`, expected a
+/// string` becomes `invalid type: integer, expected a string` (likewise `invalid value:` and
+/// `unknown variant`). serde's other messages name keys or kinds, never a value.
+fn without_value(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some((what, rest)) = message
+            .strip_prefix(prefix)
+            .and_then(unexpected_without_value)
+        {
+            return format!("{prefix}{what}{rest}");
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        // The variant may hold backticks, even these texts; what follows it never does.
+        if let Some(end) = ["`, expected ", "`, there are no variants"]
+            .iter()
+            .filter_map(|tail| rest.rfind(tail))
+            .max()
+        {
+            return format!("unknown variant{}", &rest[end + 1..]);
+        }
+    }
+    message.to_owned()
+}
+
+/// Splits serde's `Unexpected` text at the start of `text` (`integer `5``, `string "x"`)
+/// into its kind and the text after the value; `None` for a kind written with no value.
+fn unexpected_without_value(text: &str) -> Option<(&'static str, &str)> {
+    for what in ["boolean", "integer", "floating point", "character"] {
+        if let Some(value) = text.strip_prefix(what).and_then(|t| t.strip_prefix(" `")) {
+            // A character is one (it may be a backtick); a number or boolean holds none.
+            let end = if what == "character" {
+                value.chars().next()?.len_utf8()
+            } else {
+                value.find('`')?
+            };
+            return Some((what, value[end..].strip_prefix('`')?));
+        }
+    }
+    // A string is written as Rust's `Debug` does: a backslash escapes the next character, so
+    // the first bare quote closes it.
+    let value = text.strip_prefix("string \"")?;
+    let mut chars = value.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '"' => return Some(("string", &value[i + 1..])),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
@@ -960,5 +1045,73 @@ mod tests {
         );
         assert!(caller.allows("compute:pool:update", &tenant_scope(ROOT)));
         assert!(!caller.allows("compute:site:create", &tenant_scope(ROOT)));
+    }
+
+    #[test]
+    fn secret_values_leave_serde_messages() {
+        for (message, redacted) in [
+            (
+                "invalid type: integer `12345678`, expected a string",
+                "invalid type: integer, expected a string",
+            ),
+            (
+                "invalid type: floating point `1.5`, expected a string at line 1 column 9",
+                "invalid type: floating point, expected a string at line 1 column 9",
+            ),
+            (
+                "invalid value: boolean `true`, expected x",
+                "invalid value: boolean, expected x",
+            ),
+            (
+                "invalid type: character ```, expected a string",
+                "invalid type: character, expected a string",
+            ),
+            (
+                r#"invalid type: string "s3\"cr, expected \u{1b}t", expected i64"#,
+                "invalid type: string, expected i64",
+            ),
+            (
+                "unknown variant `a`, expected b`, expected one of `x`, `y`",
+                "unknown variant, expected one of `x`, `y`",
+            ),
+            (
+                "unknown variant `s`, there are no variants",
+                "unknown variant, there are no variants",
+            ),
+            // Messages with no value stay as they are.
+            (
+                "invalid type: map, expected a string",
+                "invalid type: map, expected a string",
+            ),
+            ("missing field `token`", "missing field `token`"),
+            (
+                "EOF while parsing a string at line 1 column 30",
+                "EOF while parsing a string at line 1 column 30",
+            ),
+        ] {
+            assert_eq!(without_value(message), redacted, "{message}");
+        }
+    }
+
+    #[test]
+    fn serde_paths_are_written_as_the_documents() {
+        let refused = |input: Value| {
+            let err = parse_value::<planner::calls::PoolOffer>(input).unwrap_err();
+            err.details["path"].as_str().unwrap().to_owned()
+        };
+        let offer =
+            |quota: Value| json!({ "tenantId": "t", "poolId": "p", "tenant": "u", "quota": quota });
+        assert_eq!(
+            refused(offer(json!({ "nvidia.gpu": -1 }))),
+            r#"quota["nvidia.gpu"]"#
+        );
+        assert_eq!(refused(offer(json!({ "vcpu": "x" }))), "quota.vcpu");
+        assert_eq!(refused(offer(json!([1]))), "quota");
+        assert_eq!(refused(json!({ "tenantId": "t" })), "poolId");
+        // A key serde cannot read (a truncated body) is its object's problem: the root here.
+        let err = parse::<TenantObject>(b"{").unwrap_err();
+        assert_eq!(err.details["path"], "");
+        let err = parse::<planner::calls::PoolOffer>(br#"{"quota":{"#).unwrap_err();
+        assert_eq!(err.details["path"], "quota");
     }
 }
