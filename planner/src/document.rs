@@ -47,7 +47,7 @@ pub struct Site {
     /// `shared` or `dedicated`.
     pub kind: SiteKind,
     /// The region, free text such as `eu-central`.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub region: String,
 }
 
@@ -69,10 +69,9 @@ pub struct ProviderAccount {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// The provider, such as `hetzner-cloud`; fixed.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub provider: String,
-    /// Provider settings; secret-looking keys hold references.
-    #[serde(default)]
+    /// Provider settings (required, `{}` for none); secret-looking keys hold references.
     #[schemars(transform = crate::schema::secret_references)]
     pub config: BTreeMap<String, String>,
 }
@@ -92,7 +91,7 @@ pub struct Pool {
     pub class: PoolClass,
     /// The GPU model of its hosts, if any; fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub gpu_model: Option<String>,
     /// The provider account, required iff the class is `provider`; fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,7 +185,7 @@ pub struct SandboxTemplate {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub flavor: String,
     /// The image it boots.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub image_id: String,
     /// Environment; secret-looking keys hold references.
     #[serde(default, skip_serializing_if = "Option::is_none")]

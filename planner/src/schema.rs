@@ -15,8 +15,10 @@ pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9._-]{0,62}$";
 /// A resource (quota key): a letter, then up to 63 letters, digits, `.`, `_`, `-`.
 pub const RESOURCE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]{0,63}$";
 
-/// Free text the server requires to be more than whitespace (a provider, a region, an image).
-pub const NON_BLANK_PATTERN: &str = r"\S";
+/// Free text (a provider, a region, a GPU model, an image) as [`crate::validate::text_problem`]
+/// takes it: more than whitespace, and no NUL. Its length, 1 to
+/// [`crate::validate::MAX_TEXT`] characters, is stated beside it (`minLength`, `maxLength`).
+pub const NON_BLANK_PATTERN: &str = r"^[^\x00]*[^\s\x00][^\x00]*$";
 
 /// A secret reference: `secret://...`, `vault://...` or `env://NAME`.
 pub const SECRET_REFERENCE_PATTERN: &str =
@@ -150,6 +152,20 @@ mod tests {
         assert!(keys.contains("[Tt][Oo][Kk][Ee][Nn]"), "{keys}");
         assert_eq!(value["pattern"], SECRET_REFERENCE_PATTERN);
         assert_eq!(account["provider"]["minLength"], 1);
+        // Free text as the validator and the object methods take it.
+        let texts = [
+            &schema["definitions"]["Site"]["properties"]["region"],
+            &account["provider"],
+            &pool["properties"]["gpuModel"],
+            &schema["definitions"]["SandboxTemplate"]["properties"]["imageId"],
+        ];
+        for text in texts {
+            assert_eq!(text["maxLength"], crate::validate::MAX_TEXT, "{text}");
+            assert_eq!(text["minLength"], 1, "{text}");
+            assert_eq!(text["pattern"], NON_BLANK_PATTERN, "{text}");
+        }
+        let required = &schema["definitions"]["ProviderAccount"]["required"];
+        assert_eq!(*required, json!(["name", "provider", "config"]));
     }
 
     /// `planner/fleet.schema.json` is what editors load: it must match the model. Run with

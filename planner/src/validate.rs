@@ -47,6 +47,37 @@ pub const MAX_ITEMS: usize = 1000;
 /// The largest quota maximum: the server stores quotas as signed 64-bit integers.
 pub const MAX_QUOTA: u64 = i64::MAX as u64;
 
+/// The most characters (Unicode scalar values, as JSON Schema's `maxLength` counts them) a
+/// free text holds: a site's `region`, a provider account's `provider`, a pool's `gpuModel`, a
+/// template's `imageId`. The object methods refuse longer text by [`text_problem`] too.
+pub const MAX_TEXT: usize = 200;
+
+/// What is wrong with a free text (`region`, `provider`, `gpuModel`, `imageId`), if anything,
+/// as the end of a sentence about its path: it has 1 to [`MAX_TEXT`] characters, not only
+/// whitespace, and no NUL (PostgreSQL's text cannot hold one). The validator and the object
+/// methods both ask this, so a call made by hand accepts exactly what a document may hold.
+pub fn text_problem(text: &str) -> Option<String> {
+    if text.is_empty() {
+        return Some("must not be empty".to_owned());
+    }
+    if text.chars().all(char::is_whitespace) {
+        return Some("must not be only whitespace".to_owned());
+    }
+    // A character is at least one byte: only a text over MAX_TEXT bytes needs counting.
+    if text.len() > MAX_TEXT {
+        let count = text.chars().count();
+        if count > MAX_TEXT {
+            return Some(format!(
+                "has {count} characters; a text holds at most {MAX_TEXT}"
+            ));
+        }
+    }
+    if text.as_bytes().contains(&0) {
+        return Some("must not contain a NUL character (\\u0000)".to_owned());
+    }
+    None
+}
+
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).
 pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
     // One UTF-8 check of the whole text, then serde_json's `&str` reader, which skips the
@@ -258,7 +289,7 @@ const SITE: &[Spec] = &[
 const ACCOUNT: &[Spec] = &[
     ("name", K::Name, false),
     ("provider", K::Text, false),
-    ("config", K::Config, true),
+    ("config", K::Config, false),
 ];
 const POOL: &[Spec] = &[
     ("name", K::Name, false),
@@ -567,11 +598,13 @@ impl Walker {
     fn string_value(&mut self, kind: K, s: Cow<'_, str>) -> Parsed {
         match kind {
             K::Str => Parsed::Str(s.into_owned()),
-            K::Text if s.is_empty() => {
-                self.report("must not be empty".to_owned());
-                Parsed::Bad
-            }
-            K::Text => Parsed::Str(s.into_owned()),
+            K::Text => match text_problem(&s) {
+                Some(problem) => {
+                    self.report(problem);
+                    Parsed::Bad
+                }
+                None => Parsed::Str(s.into_owned()),
+            },
             K::Name if !is_name(&s) => {
                 self.report(format!(
                     "\"{}\" is not a valid name: {NAME_RULE}",
@@ -736,27 +769,26 @@ impl Walker {
                 ));
                 map.next_value::<IgnoredAny>()?;
             } else if kind == K::Quota {
-                if !is_resource(&key) {
+                // A bad name does not hide a bad maximum: both are reported, key first.
+                let named = is_resource(&key);
+                if !named {
                     self.report(format!(
                         "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
                         shorten(&key)
                     ));
-                    map.next_value::<IgnoredAny>()?;
-                    bad.push(key.into_owned());
-                } else {
-                    match map.next_value_seed(Seed {
-                        w: self,
-                        kind: K::Max,
-                    })? {
-                        Parsed::U(max) => {
-                            quota.insert(key.into_owned(), max);
+                }
+                match map.next_value_seed(Seed {
+                    w: self,
+                    kind: K::Max,
+                })? {
+                    Parsed::U(max) if named => {
+                        quota.insert(key.into_owned(), max);
+                    }
+                    other => {
+                        if let Parsed::Null = other {
+                            self.wrong(K::Max, "null");
                         }
-                        other => {
-                            if let Parsed::Null = other {
-                                self.wrong(K::Max, "null");
-                            }
-                            bad.push(key.into_owned());
-                        }
+                        bad.push(key.into_owned());
                     }
                 }
             } else {
@@ -963,10 +995,11 @@ impl Walker {
         }
         let name = self.require(name, "name");
         let provider = self.require(provider, "provider");
+        let config = self.require(config, "config");
         Some(Parsed::Account(ProviderAccount {
             name: name?,
             provider: provider?,
-            config: config.optional()?.unwrap_or_default(),
+            config: config?,
         }))
     }
 

@@ -360,6 +360,7 @@ async fn run(
         }
         Call::SandboxTemplateCreate(i) => template_create(tx, caller, i).await?,
         Call::SandboxTemplateUpdate(i) => {
+            non_empty("imageId", &i.image_id)?;
             check_template_fields(i.env.as_ref(), i.warm.as_ref())?;
             let row = template(tx, tenant, &i.id).await?;
             check_revision(
@@ -579,14 +580,12 @@ fn check_template_fields(
     Ok(())
 }
 
+/// Free text (`region`, `provider`, `gpuModel`, `imageId`) by the document's rule: 1 to
+/// [`planner::validate::MAX_TEXT`] characters, not only whitespace, no NUL.
 fn non_empty(path: &str, v: &str) -> Result<(), ApiError> {
-    if v.trim().is_empty() || v.len() > 200 {
-        Err(ApiError::invalid(
-            path,
-            format!("{path} has 1 to 200 characters"),
-        ))
-    } else {
-        Ok(())
+    match planner::validate::text_problem(v) {
+        Some(problem) => Err(ApiError::invalid(path, format!("{path} {problem}"))),
+        None => Ok(()),
     }
 }
 
@@ -1665,6 +1664,98 @@ mod tests {
             "sandbox template \"web\" already exists",
         );
         assert_eq!(count(&db, "sandbox_templates").await, 1);
+    }
+
+    /// INVALID_INPUT at `path` with `message`.
+    #[track_caller]
+    fn invalid(result: Result<String, ApiError>, path: &str, message: &str) {
+        let err = result.expect_err(message);
+        assert_eq!(
+            (err.code, err.details["path"].as_str(), err.message.as_str()),
+            (Code::InvalidInput, Some(path), message)
+        );
+    }
+
+    /// The inputs take exactly what a document may hold: free text by the planner's
+    /// `text_problem` (1 to 200 characters, not only whitespace, no NUL, which PostgreSQL's
+    /// text refuses), and a provider account's config is required.
+    async fn inputs_take_what_a_document_holds_on(postgres: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path(), postgres).await;
+        let site_in =
+            |region: &str| json!({ "tenantId": "t1", "kind": "shared", "region": region });
+        // Characters, not bytes: 200 two-byte letters are stored.
+        let site = call(&db, "site.create", site_in(&"é".repeat(200)))
+            .await
+            .unwrap();
+        invalid(
+            call(&db, "site.create", site_in(&"r".repeat(201))).await,
+            "region",
+            "region has 201 characters; a text holds at most 200",
+        );
+        invalid(
+            call(&db, "site.create", site_in(" \t")).await,
+            "region",
+            "region must not be only whitespace",
+        );
+        invalid(
+            call(&db, "site.create", site_in("eu\u{0}west")).await,
+            "region",
+            r"region must not contain a NUL character (\u0000)",
+        );
+        assert_eq!(count(&db, "sites").await, 1);
+
+        let account_in =
+            json!({ "tenantId": "t1", "name": "cloud", "provider": "p".repeat(201), "config": {} });
+        invalid(
+            call(&db, "providerAccount.create", account_in).await,
+            "provider",
+            "provider has 201 characters; a text holds at most 200",
+        );
+        let no_config = json!({ "tenantId": "t1", "name": "cloud", "provider": "hetzner-cloud" });
+        invalid(
+            call(&db, "providerAccount.create", no_config).await,
+            "config",
+            "missing field `config`",
+        );
+        assert_eq!(count(&db, "provider_accounts").await, 0);
+
+        let pool_in = |gpu: &str| json!({ "tenantId": "t1", "siteId": site, "class": "vps-host", "gpuModel": gpu });
+        invalid(
+            call(&db, "pool.create", pool_in("")).await,
+            "gpuModel",
+            "gpuModel must not be empty",
+        );
+        let pool = call(&db, "pool.create", pool_in("L40S")).await.unwrap();
+        let flavor_in = json!({ "tenantId": "t1", "poolId": pool, "name": "small", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0 });
+        let flavor = call(&db, "flavor.create", flavor_in).await.unwrap();
+        let template_in = |image: &str| json!({ "tenantId": "t1", "name": "web", "poolId": pool, "flavorId": flavor, "imageId": image, "network": "none" });
+        invalid(
+            call(&db, "sandboxTemplate.create", template_in(&"i".repeat(201))).await,
+            "imageId",
+            "imageId has 201 characters; a text holds at most 200",
+        );
+        let template = call(&db, "sandboxTemplate.create", template_in("ubuntu"))
+            .await
+            .unwrap();
+        // An update sets the image too: the same rule.
+        let update_in = |image: &str| json!({ "tenantId": "t1", "id": template, "ifRevision": 1, "flavorId": flavor, "imageId": image, "network": "none" });
+        invalid(
+            call(&db, "sandboxTemplate.update", update_in(" ")).await,
+            "imageId",
+            "imageId must not be only whitespace",
+        );
+        call(&db, "sandboxTemplate.update", update_in(&"i".repeat(200)))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn inputs_take_what_a_document_holds() {
+        inputs_take_what_a_document_holds_on(false).await;
+        if std::env::var("BETTER_COMPUTE_TEST_POSTGRES").is_ok() {
+            inputs_take_what_a_document_holds_on(true).await;
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -295,7 +295,7 @@ fn repeated_names() {
     );
     check(
         r#"{"version": 1, "providerAccounts": [
-            {"name": "c", "provider": "x"}, {"name": "c", "provider": "y"}]}"#,
+            {"name": "c", "provider": "x", "config": {}}, {"name": "c", "provider": "y", "config": {}}]}"#,
         r#"providerAccounts[1].name: provider account "c" is repeated"#,
     );
     check(
@@ -487,6 +487,109 @@ fn provider_account_iff_class_provider() {
         &pool(r#", "providerAccount": "cloud""#).replace("vps-host", "provider"),
         "",
     );
+}
+
+/// `region`, `provider`, `gpuModel` and `imageId` take what the object methods take
+/// (`text_problem`, shared with them): 1 to 200 characters, not only whitespace, no NUL.
+#[test]
+fn free_text_has_1_to_200_characters() {
+    assert_eq!(MAX_TEXT, 200);
+    let site = |region: &str| {
+        format!(
+            r#"{{"version": 1, "sites": [{{"name": "ber", "kind": "shared", "region": {}}}]}}"#,
+            serde_json::to_string(region).unwrap()
+        )
+    };
+    check(
+        &site(&"r".repeat(201)),
+        "sites[0].region: has 201 characters; a text holds at most 200",
+    );
+    check(&site(&"r".repeat(200)), "");
+    // Characters, not bytes: 200 two-byte letters fit, as JSON Schema's maxLength counts.
+    check(&site(&"é".repeat(200)), "");
+    check(
+        &site(&"é".repeat(201)),
+        "sites[0].region: has 201 characters",
+    );
+    check(&site(""), "sites[0].region: must not be empty");
+    check(
+        &site(" \t\n"),
+        "sites[0].region: must not be only whitespace",
+    );
+    check(
+        &site("eu\u{0}central"),
+        r"sites[0].region: must not contain a NUL character (\u0000)",
+    );
+    check(&site(" eu-central "), "");
+    let long = "x".repeat(201);
+    check(
+        &format!(
+            r#"{{"version": 1, "providerAccounts": [{{"name": "c", "provider": "{long}", "config": {{}}}}]}}"#
+        ),
+        "providerAccounts[0].provider: has 201 characters",
+    );
+    check(
+        &pool(&format!(r#", "gpuModel": "{long}""#)),
+        "pools[0].gpuModel: has 201 characters",
+    );
+    check(
+        &pool(r#", "gpuModel": " ""#),
+        "pools[0].gpuModel: must not be only whitespace",
+    );
+    check(
+        &template("").replace(r#""img""#, &format!(r#""{long}""#)),
+        "sandboxTemplates[0].imageId: has 201 characters",
+    );
+    // The rule is one function for the validator and the methods.
+    assert_eq!(text_problem("eu"), None);
+    assert_eq!(
+        text_problem(&long).as_deref(),
+        Some("has 201 characters; a text holds at most 200")
+    );
+}
+
+/// A map entry with a bad resource name and a bad maximum has both problems, key first, at
+/// the entry's path, in document order with the other entries'.
+#[test]
+fn a_bad_quota_entry_reports_its_name_and_its_maximum() {
+    check(
+        &pool(r#", "ownerQuota": {"nvidia.com/gpu": -1, "gpu": -1, "9x": 1, "_y": null}"#),
+        r#"
+        pools[0].ownerQuota["nvidia.com/gpu"]: "nvidia.com/gpu" is not a valid resource name
+        pools[0].ownerQuota["nvidia.com/gpu"]: must be an integer from 0 to 9223372036854775807, not -1
+        pools[0].ownerQuota.gpu: must be an integer from 0 to 9223372036854775807, not -1
+        pools[0].ownerQuota.9x: "9x" is not a valid resource name
+        pools[0].ownerQuota._y: "_y" is not a valid resource name
+        pools[0].ownerQuota._y: must be an integer from 0 to 9223372036854775807, not null
+        "#,
+    );
+    check(
+        &pool(r#", "offers": [{"tenant": "acme", "quota": {"a/b": "1", "a/b": 2}}]"#),
+        r#"
+        pools[0].offers[0].quota["a/b"]: "a/b" is not a valid resource name
+        pools[0].offers[0].quota["a/b"]: must be an integer from 0 to 9223372036854775807, not a string
+        pools[0].offers[0].quota["a/b"]: duplicate key "a/b"
+        "#,
+    );
+}
+
+/// PRODUCT.md lists a provider account's config without `?`: it is required (`{}` for none),
+/// as `providerAccount.create` requires it.
+#[test]
+fn provider_account_config_is_required() {
+    check(
+        r#"{"version": 1, "providerAccounts": [{"name": "c", "provider": "x"}]}"#,
+        r#"providerAccounts[0]: missing required field "config""#,
+    );
+    check(
+        r#"{"version": 1, "providerAccounts": [{"name": "c", "provider": "x", "config": null}]}"#,
+        "providerAccounts[0].config: must be an object, not null",
+    );
+    let doc = validate(
+        br#"{"version": 1, "providerAccounts": [{"name": "c", "provider": "x", "config": {}}]}"#,
+    )
+    .unwrap();
+    assert!(doc.provider_accounts.unwrap()[0].config.is_empty());
 }
 
 #[test]
