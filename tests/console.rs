@@ -161,6 +161,19 @@ async fn console_errors(browser: &Browser) -> Vec<String> {
     serde_json::from_value(errors).unwrap_or_default()
 }
 
+/// The editor's selection: its start and end (UTF-16 units) and the text selected.
+async fn selection(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "const t = document.querySelector('#document'); \
+             return { start: t.selectionStart, end: t.selectionEnd, \
+               text: t.value.slice(t.selectionStart, t.selectionEnd) };",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
 /// The id of the focused element (`BODY` when nothing has the focus).
 async fn focused(browser: &Browser) -> String {
     browser
@@ -464,6 +477,9 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         .position(|p| p["name"] == "vps-fra")
         .unwrap();
     wrong["pools"][index]["policy"] = json!({ "disruptionBudget": 1.5 });
+    // Characters of two bytes and of four (two UTF-16 units) before the mistake: the editor's
+    // selection counts UTF-16 units, the planner bytes.
+    wrong["sites"][0]["region"] = json!("Zürich 🏔");
     // Uploaded through the file picker (WebDriver types the file's path into the input).
     let upload = keys.path().join("fleet-with-a-mistake.json");
     std::fs::write(&upload, serde_json::to_string_pretty(&wrong).unwrap()).unwrap();
@@ -479,6 +495,25 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let problems = wait_text(&browser, "#problems", |t| t.contains("problem")).await;
     let path = format!("pools[{index}].policy.disruptionBudget");
     assert!(problems.contains(&path), "{problems}");
+    // The path is a button that selects the value (`1.5`) in the editor and focuses it.
+    let uploaded = std::fs::read_to_string(&upload).unwrap();
+    let key = "\"disruptionBudget\": ";
+    let value_at = uploaded.find(&format!("{key}1.5")).unwrap() + key.len();
+    let start = uploaded[..value_at].encode_utf16().count();
+    assert!(
+        start < value_at,
+        "the region's characters count less in UTF-16"
+    );
+    click(
+        &browser,
+        &format!("#problems li button.path[aria-label='Show {path} in the document']"),
+    )
+    .await;
+    expect_focus(&browser, "document").await;
+    assert_eq!(
+        selection(&browser).await,
+        json!({ "start": start, "end": start + 3, "text": "1.5" })
+    );
     assert!(browser.find(Locator::Css("#plan-hash")).await.is_err());
     assert!(
         !wait_for(&browser, "#apply")
@@ -935,6 +970,150 @@ async fn a_long_document_is_planned_outside_the_editor() {
     // The plan stays what it was: the text is the same.
     let again = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
     assert_eq!(again, page_hash);
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// Presses `key` on the focused element.
+async fn press(browser: &Browser, key: Key) {
+    browser
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&key)
+        .await
+        .unwrap();
+}
+
+/// Whether the editor is scrolled down (`scrollTop` > 0) and the first line of its selection
+/// is within its visible part. A line's height is measured from the text's (a computed
+/// `line-height` is rounded differently than Chromium lays lines out).
+async fn selection_in_view(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "const t = document.querySelector('#document'); const style = getComputedStyle(t); \
+             const padding = parseFloat(style.paddingTop); \
+             const lines = t.value.split('\\n').length; \
+             const height = (t.scrollHeight - padding - parseFloat(style.paddingBottom)) / lines; \
+             const line = t.value.slice(0, t.selectionStart).split('\\n').length - 1; \
+             const top = padding + line * height; \
+             return { scrolled: t.scrollTop > 0, \
+               visible: top >= t.scrollTop && top + height <= t.scrollTop + t.clientHeight + 0.5 };",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// A problem near the end of a document held outside the editor: its path (reached with Tab,
+/// pressed with Enter, then with Space) puts the text in the editor, selects the value and
+/// scrolls the editor to it, and the editor has the focus.
+#[tokio::test]
+async fn a_problem_in_a_held_document_is_shown_in_the_editor() {
+    let (server, admin, keys) = demo_server("console-held-problem-key");
+    // Regions with characters of two and four bytes (one and two UTF-16 units) before the
+    // mistake, in the last flavor.
+    let sites: Vec<Value> = (0..1000)
+        .map(|i| json!({ "name": format!("long-site-{i:04}"), "kind": "shared", "region": "Zürich 🏔" }))
+        .collect();
+    let pools: Vec<Value> = (0..1000)
+        .map(|i| json!({ "name": format!("long-pool-{i:04}"), "site": format!("long-site-{i:04}"), "class": "vps-host" }))
+        .collect();
+    let mut flavors: Vec<Value> = (0..1000)
+        .map(|i| json!({ "pool": format!("long-pool-{i:04}"), "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }))
+        .collect();
+    flavors[999]["vcpu"] = json!(0);
+    let document = json!({ "version": 1, "sites": sites, "pools": pools, "flavors": flavors });
+    let text = serde_json::to_string_pretty(&document).unwrap();
+    assert!(text.len() > 256 * 1024, "{} bytes", text.len());
+    let value_at = text.rfind("\"vcpu\": 0").unwrap() + "\"vcpu\": ".len();
+    let start = text[..value_at].encode_utf16().count();
+    let upload = keys.path().join("long-fleet-with-a-mistake.json");
+    std::fs::write(&upload, &text).unwrap();
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(&admin)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#document-file")
+        .await
+        .send_keys(upload.to_str().unwrap())
+        .await
+        .unwrap();
+    wait_text(&browser, "#held", |t| {
+        t.contains("long-fleet-with-a-mistake.json")
+    })
+    .await;
+    let problems = wait_text(&browser, "#problems", |t| t.contains("problem")).await;
+    assert!(problems.contains("flavors[999].vcpu"), "{problems}");
+    let editor = wait_for(&browser, "#document").await;
+    assert!(
+        !editor.is_displayed().await.unwrap(),
+        "the editor is hidden"
+    );
+
+    // Tab from "Edit here" reaches the path (the hidden editor is skipped); Enter presses it.
+    browser
+        .execute("document.querySelector('#edit-here').focus();", vec![])
+        .await
+        .unwrap();
+    press(&browser, Key::Tab).await;
+    let label = browser
+        .execute(
+            "return document.activeElement.getAttribute('aria-label');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(label, json!("Show flavors[999].vcpu in the document"));
+    press(&browser, Key::Enter).await;
+    expect_focus(&browser, "document").await;
+    assert!(editor.is_displayed().await.unwrap(), "the editor is shown");
+    assert!(
+        !wait_for(&browser, "#held")
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    let length = browser
+        .execute(
+            "return document.querySelector('#document').value.length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(length, json!(text.encode_utf16().count()));
+    let expected = json!({ "start": start, "end": start + 1, "text": "0" });
+    assert_eq!(selection(&browser).await, expected);
+    assert_eq!(
+        selection_in_view(&browser).await,
+        json!({ "scrolled": true, "visible": true })
+    );
+
+    // Back to the top with the caret at the start; Tab (from the editor) and Space jump again.
+    browser
+        .execute(
+            "const t = document.querySelector('#document'); t.setSelectionRange(0, 0); t.scrollTop = 0;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    press(&browser, Key::Tab).await;
+    press(&browser, Key::Space).await;
+    expect_focus(&browser, "document").await;
+    assert_eq!(selection(&browser).await, expected);
+    assert_eq!(
+        selection_in_view(&browser).await,
+        json!({ "scrolled": true, "visible": true })
+    );
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

@@ -202,15 +202,55 @@ pub fn PlanView() -> impl IntoView {
         held.set(hold);
         set_text(value);
     };
-    let edit_here = move |_| {
+    // A held document into the editor, shown now, not when the attribute's effect runs: a
+    // hidden element takes no focus.
+    let unhold = move |editor: &web_sys::HtmlTextAreaElement| {
+        text.with_untracked(|t| editor.set_value(t));
+        held.set(false);
+        editor.set_hidden(false);
+    };
+    let edit_here = move || {
+        if let Some(editor) = editor.get_untracked() {
+            unhold(&editor);
+            let _ = editor.focus();
+        }
+    };
+    // A problem's path, clicked: its place in the text selected in the editor (a held
+    // document is put in the editor first, as "Edit here" does).
+    let show_problem = move |index: usize| {
         let Some(editor) = editor.get_untracked() else {
             return;
         };
-        text.with_untracked(|t| editor.set_value(t));
-        held.set(false);
-        // Shown now, not when the attribute's effect runs: a hidden element takes no focus.
-        editor.set_hidden(false);
+        let found = validated.with_untracked(|v| {
+            let Some(Err(invalid)) = v else {
+                return None;
+            };
+            let problem = invalid.problems.get(index)?;
+            text.with_untracked(|t| {
+                let at = planner::locate::locate_problem(t, problem)?;
+                let lines = t.bytes().filter(|&b| b == b'\n').count() + 1;
+                Some((
+                    editor_offset(t, at.start)?,
+                    editor_offset(t, at.end)?,
+                    at.line,
+                    lines,
+                ))
+            })
+        });
+        let Some((start, end, line, lines)) = found else {
+            return;
+        };
+        if held.get_untracked() {
+            unhold(&editor);
+        }
+        let _ = editor.set_selection_range(start, end);
         let _ = editor.focus();
+        // Chromium scrolls a textarea to a selection a script sets only at times (not when
+        // it is laid out already), so the line is put a third of the way down the box. The
+        // lines do not wrap (`wrap="off"`): each is the text's height over their number.
+        let line_height = f64::from(editor.scroll_height()) / lines as f64;
+        let top = (line - 1) as f64 * line_height - f64::from(editor.client_height()) / 3.0;
+        editor.set_scroll_top(top.max(0.0) as i32);
     };
     let read_file = move |file: web_sys::File| {
         file_name.set(Some(file.name()));
@@ -318,7 +358,7 @@ pub fn PlanView() -> impl IntoView {
                     <p role="status">
                         {move || held.get().then(|| text.with(|t| held_line(file_name.get().as_deref(), t)))}
                     </p>
-                    <button id="edit-here" type="button" class="secondary" on:click=edit_here>
+                    <button id="edit-here" type="button" class="secondary" on:click=move |_| edit_here()>
                         "Edit here"
                     </button>
                 </div>
@@ -338,10 +378,22 @@ pub fn PlanView() -> impl IntoView {
                     }
                 />
             </div>
+            // Written as HTML; a problem's path is a button, handled here by its index.
             <div
                 id="validation"
                 aria-live="polite"
                 inner_html=move || validated.with(|v| validation_html(v.as_ref()))
+                on:click=move |ev| {
+                    let index = ev
+                        .target()
+                        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                        .and_then(|t| t.closest("button.path").ok().flatten())
+                        .and_then(|b| b.get_attribute("data-index"))
+                        .and_then(|i| i.parse().ok());
+                    if let Some(index) = index {
+                        show_problem(index);
+                    }
+                }
             ></div>
         </section>
 
@@ -522,14 +574,23 @@ fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
             .text(", found in your browser (nothing was sent to the server):")
             .close("p")
             .open("ul", &[]);
-            for p in &invalid.problems {
-                let path = if p.path.is_empty() {
-                    "(document)"
+            for (index, p) in invalid.problems.iter().enumerate() {
+                let (path, label) = if p.path.is_empty() {
+                    ("(document)", "Show where in the document".to_owned())
                 } else {
-                    &p.path
+                    (p.path.as_str(), format!("Show {} in the document", p.path))
                 };
                 m.open("li", &[("data-testid", "problem")])
-                    .element("code", &[("class", "path")], path)
+                    .element(
+                        "button",
+                        &[
+                            ("type", "button"),
+                            ("class", "path"),
+                            ("data-index", &index.to_string()),
+                            ("aria-label", &label),
+                        ],
+                        path,
+                    )
                     .text(" ")
                     .element("span", &[], &p.message)
                     .close("li");
@@ -538,6 +599,25 @@ fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
         }
     }
     m.finish()
+}
+
+/// Where the byte offset `at` of `text` is in the editor's value: in UTF-16 code units, the
+/// unit of a textarea's selection, and with each "\r\n" counted as one, as the value has a
+/// "\n" for it. `None` if `at` is not on a character's boundary.
+fn editor_offset(text: &str, at: usize) -> Option<u32> {
+    let mut units = 0u32;
+    let mut previous = 0;
+    // By bytes, not chars: a char's first byte is one unit, a four-byte char's is two.
+    for &byte in text.get(..at)?.as_bytes() {
+        units += match byte {
+            0x80..=0xBF => 0,
+            0xF0.. => 2,
+            b'\n' if previous == b'\r' => 0,
+            _ => 1,
+        };
+        previous = byte;
+    }
+    Some(units)
 }
 
 /// How many changes of each kind the plan shows before "Show all".
@@ -916,4 +996,23 @@ fn download_export(console: Console) {
         anchor.click();
     }
     let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::editor_offset;
+
+    /// At every character boundary, the offset is the UTF-16 length of the text before it as
+    /// a textarea holds it ("\r\n" as "\n"); inside a character there is none.
+    #[test]
+    fn editor_offsets_are_utf16_units_of_the_text_a_textarea_holds() {
+        let text = "{\r\n  \"region\": \"Zürich 🏔\",\r\n  \"x\": 1.5\n}\r";
+        for at in 0..=text.len() {
+            let expected = text
+                .get(..at)
+                .map(|before| before.replace("\r\n", "\n").encode_utf16().count() as u32);
+            assert_eq!(editor_offset(text, at), expected, "at byte {at}");
+        }
+        assert_eq!(editor_offset(text, text.find("1.5").unwrap()), Some(34));
+    }
 }
