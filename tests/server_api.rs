@@ -114,10 +114,28 @@ async fn objects_have_revisions_and_audit(db: Db) {
         .await;
     assert_eq!(secret.details["path"], r#"config["api.key"]"#);
 
-    // Archive removes quotas and offers; the pool is gone from lists.
+    // The pool's revision moved with each owner quota and offer write: an archive (which
+    // removes them) planned before one of them changed does not match.
     let current = fleet
         .ok("pool.get", json!({ "tenantId": "root", "id": pool }))
         .await;
+    assert_eq!(current["revision"], 5, "{current}");
+    // Archive refuses a pool a flavor uses (the flavor would come back with the pool).
+    let used = fleet
+        .fails(
+            "pool.archive",
+            json!({ "tenantId": "root", "id": pool, "ifRevision": current["revision"] }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(used.details["usedBy"], a["id"], "{used:?}");
+    fleet
+        .ok(
+            "flavor.delete",
+            json!({ "tenantId": "root", "id": a["id"], "ifRevision": 1 }),
+        )
+        .await;
+    // Archive removes quotas and offers; the pool is gone from lists.
     fleet
         .ok(
             "pool.archive",

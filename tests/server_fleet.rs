@@ -1025,3 +1025,130 @@ async fn prune_keeps_what_another_tenant_uses(db: Db) {
     assert_eq!(after, export, "nothing changed");
 }
 both!(used_elsewhere, prune_keeps_what_another_tenant_uses);
+
+/// Hand edits that a reviewed plan would silently undo, or that would break the fleet's names,
+/// are caught: an offer added after the review of an archive moves the pool (CONFIG_DRIFT at
+/// apply, nothing archived); a create under a fleet name another object has is CONFLICT; an
+/// unoffer while the tenant's template runs on the pool is CONFLICT.
+async fn hand_edits_are_not_lost_or_duplicated(db: Db) {
+    let fleet = fleet_with_acme(db, &[]).await;
+    let mut doc = seed_document();
+    doc["sandboxTemplates"] = json!([]);
+    fleet
+        .ok("fleet.apply", json!({ "tenantId": "root", "config": doc }))
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let id = |name: &str| {
+        export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .and_then(|o| o["id"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    // Review: prune `burst` (an archive).
+    let mut without_burst = doc.clone();
+    without_burst["pools"].as_array_mut().unwrap().pop();
+    let input = json!({ "tenantId": "root", "config": without_burst, "prune": true });
+    let reviewed = fleet.ok("fleet.plan", input.clone()).await;
+    assert_eq!(calls(&reviewed)[0]["method"], "pool.archive");
+    // By hand, after the review: an offer of burst to acme.
+    fleet
+        .ok(
+            "pool.offer",
+            json!({ "tenantId": "root", "poolId": id("burst"), "tenant": "acme", "quota": { "vcpu": 4 } }),
+        )
+        .await;
+    let now = fleet.ok("fleet.plan", input.clone()).await;
+    assert_ne!(now["planHash"], reviewed["planHash"], "the plan moved");
+    let mut apply = input.clone();
+    apply["planHash"] = reviewed["planHash"].clone();
+    fleet.fails("fleet.apply", apply, "CONFIG_DRIFT").await;
+    let pool = fleet
+        .ok("pool.get", json!({ "tenantId": "root", "id": id("burst") }))
+        .await;
+    assert_eq!(
+        pool["offers"][0]["tenant"], "acme",
+        "the offer is still there"
+    );
+
+    // Another caller's create under fleet's key for `fra`: its id differs, the name is taken.
+    let (_, other) = fleet
+        .service_account("root", "ci", &[("*", "tenants/root")])
+        .await;
+    let taken = fleet
+        .fails_as(
+            &other,
+            "site.create",
+            json!({ "tenantId": "root", "idempotencyKey": "fleet:root:site:fra",
+                    "kind": "dedicated", "region": "elsewhere" }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(taken.details["usedBy"], id("fra"), "{taken:?}");
+    let sites = fleet.ok("site.list", json!({ "tenantId": "root" })).await;
+    assert_eq!(
+        sites["items"].as_array().unwrap().len(),
+        1,
+        "nothing created"
+    );
+
+    // acme runs a template on vps-fra: root cannot take the offer away under it.
+    fleet
+        .ok(
+            "sandboxTemplate.create",
+            json!({ "tenantId": "acme", "name": "acme-py", "poolId": id("vps-fra"),
+                    "flavorId": id("vps-fra/g1.small"), "imageId": "ubuntu-24.04",
+                    "network": "private" }),
+        )
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let offer = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "vps-fra -> acme")
+        .unwrap()
+        .clone();
+    let refused = fleet
+        .fails(
+            "pool.unoffer",
+            json!({ "tenantId": "root", "poolId": id("vps-fra"), "tenant": "acme",
+                    "ifRevision": offer["revision"] }),
+            "CONFLICT",
+        )
+        .await;
+    assert!(
+        refused
+            .message
+            .contains("sandbox template acme-py of tenant acme"),
+        "{refused:?}"
+    );
+    // And a plan that would do it is blocked, saying why.
+    let mut no_offers = seed_document();
+    no_offers["sandboxTemplates"] = json!([]);
+    no_offers["pools"][0]["offers"] = json!([]);
+    let plan = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": no_offers, "prune": true }),
+        )
+        .await;
+    let change = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "offer")
+        .unwrap();
+    assert_eq!(
+        change["note"],
+        "offer is used by sandbox template \"acme-py\" of tenant acme"
+    );
+}
+both!(hand_edits_kept, hand_edits_are_not_lost_or_duplicated);

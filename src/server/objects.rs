@@ -248,12 +248,15 @@ async fn run(
                         .await?;
                 }
             }
+            bump_pool(tx, &i.pool_id).await?;
             i.pool_id.clone()
         }
         Call::PoolOffer(i) => {
             for (k, v) in &i.quota {
-                check_resource(&format!("quota.{k}"), k)?;
-                to_i64(&format!("quota.{k}"), *v)?;
+                let mut path = "quota".to_owned();
+                planner::validate::push_key(&mut path, k);
+                check_resource(&path, k)?;
+                to_i64(&path, *v)?;
             }
             let row = pool(tx, tenant, &i.pool_id).await?;
             if i.tenant == row.tenant_id {
@@ -293,6 +296,7 @@ async fn run(
                     .execute(&mut **tx)
                     .await?;
             }
+            bump_pool(tx, &i.pool_id).await?;
             i.pool_id.clone()
         }
         Call::PoolUnoffer(i) => {
@@ -310,16 +314,54 @@ async fn run(
                 .map(|o| o.revision)
                 .ok_or_else(|| ApiError::conflict(&object, i.if_revision, None))?;
             check_revision(&object, i.if_revision, actual)?;
+            // The tenant's templates on the pool would be left on a pool it may not use.
+            if modules.sandboxes {
+                let users = load_templates(
+                    tx,
+                    "pool_id = $1 AND tenant_id = $2",
+                    &[&i.pool_id, &i.tenant],
+                    Rows::Ordered,
+                )
+                .await?;
+                if let Some(t) = users.first() {
+                    let message = format!(
+                        "offer {} -> {} is used by sandbox template {} of tenant {}",
+                        i.pool_id, i.tenant, t.name, i.tenant
+                    );
+                    return Err(in_use(&object, message, &t.id));
+                }
+            }
             sqlx::query("DELETE FROM pool_offers WHERE pool_id = $1 AND tenant_id = $2")
                 .bind(&i.pool_id)
                 .bind(&i.tenant)
                 .execute(&mut **tx)
                 .await?;
+            bump_pool(tx, &i.pool_id).await?;
             i.pool_id.clone()
         }
         Call::PoolArchive(i) => {
             let row = pool(tx, tenant, &i.id).await?;
-            check_revision(&format!("pool {}", i.id), i.if_revision, row.revision)?;
+            let object = format!("pool {}", i.id);
+            check_revision(&object, i.if_revision, row.revision)?;
+            // What uses the pool goes first: a flavor left behind would come back with the
+            // pool, unseen; a template (of any tenant) would run on a pool that is gone.
+            if modules.vps {
+                let flavors = load_flavors(tx, "pool_id = $1", &[&i.id], Rows::Ordered).await?;
+                if let Some(f) = flavors.first() {
+                    let message = format!("pool {} is used by flavor {}", i.id, f.id);
+                    return Err(in_use(&object, message, &f.id));
+                }
+            }
+            if modules.vps && modules.sandboxes {
+                let templates = load_templates(tx, "pool_id = $1", &[&i.id], Rows::Ordered).await?;
+                if let Some(t) = templates.first() {
+                    let message = format!(
+                        "pool {} is used by sandbox template {} of tenant {}",
+                        i.id, t.name, t.tenant_id
+                    );
+                    return Err(in_use(&object, message, &t.id));
+                }
+            }
             for sql in [
                 "DELETE FROM pool_owner_quotas WHERE pool_id = $1",
                 "DELETE FROM pool_offers WHERE pool_id = $1",
@@ -443,6 +485,24 @@ async fn record_name(
     let Some(name) = key.and_then(|k| k.strip_prefix(&prefix)) else {
         return Ok(());
     };
+    // Another object of the kind with this name (a create with a fleet key by another
+    // caller, whose id differs): two sites named `fra` would make an export no document can
+    // be. The caller's transaction rolls the create back.
+    let taken: Vec<(String,)> = fetch(
+        &mut **tx,
+        "object_id",
+        "fleet_names WHERE tenant_id = $1 AND kind = $2 AND name = $3 AND object_id <> $4",
+        None,
+        &[tenant, kind.as_str(), name, id],
+    )
+    .await?;
+    if let Some((other,)) = taken.first() {
+        return Err(ApiError::with(
+            Code::Conflict,
+            format!("{kind} name {name:?} is taken by {kind} {other}"),
+            json!({ "object": format!("{kind} {name}"), "usedBy": other }),
+        ));
+    }
     sqlx::query(
         "INSERT INTO fleet_names (tenant_id, kind, object_id, name) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (kind, object_id) DO UPDATE SET name = excluded.name, tenant_id = excluded.tenant_id",
@@ -484,10 +544,8 @@ fn to_i64(path: &str, v: u64) -> Result<i64, ApiError> {
     i64::try_from(v).map_err(|_| {
         ApiError::invalid(
             path,
-            format!(
-                "must be an integer from 0 to {}; {v} is too large",
-                i64::MAX
-            ),
+            // Not the value itself: it may sit under a key that looks secret.
+            format!("must be an integer from 0 to {}", i64::MAX),
         )
     })
 }
@@ -889,6 +947,16 @@ async fn template_create(
         replayed(tx, table, &id, &i.tenant_id, taken).await?;
     }
     Ok(id)
+}
+
+/// A pool's revision moves with its owner quota entries and offers: archiving it removes
+/// them, so an archive planned before one of them changed must not match.
+async fn bump_pool(tx: &mut Tx, pool_id: &str) -> Result<(), ApiError> {
+    sqlx::query("UPDATE pools SET revision = revision + 1 WHERE id = $1")
+        .bind(pool_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// CONFLICT: `object` (`flavor fl_…`) is still used by `user` (an id), as `message` says.
