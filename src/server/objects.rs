@@ -489,7 +489,7 @@ async fn record_name(
     // caller, whose id differs): two sites named `fra` would make an export no document can
     // be. The caller's transaction rolls the create back.
     let taken: Vec<(String,)> = fetch(
-        &mut **tx,
+        tx,
         "object_id",
         "fleet_names WHERE tenant_id = $1 AND kind = $2 AND name = $3 AND object_id <> $4",
         None,
