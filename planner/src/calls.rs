@@ -155,7 +155,7 @@ pub struct ProviderAccountCreate {
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
     pub name: String,
     /// The provider.
-    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub provider: String,
     /// Settings (secret references only under secret-looking keys).
     #[schemars(transform = crate::schema::secret_references)]
@@ -191,7 +191,7 @@ pub struct SiteCreate {
     /// `shared` or `dedicated`.
     pub kind: SiteKind,
     /// The region.
-    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub region: String,
 }
 
@@ -211,7 +211,7 @@ pub struct PoolCreate {
     pub class: PoolClass,
     /// The GPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub gpu_model: Option<String>,
     /// The provider account's id (class `provider`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,7 +368,7 @@ pub struct SandboxTemplateCreate {
     /// The flavor's id.
     pub flavor_id: String,
     /// The image.
-    #[schemars(length(min = 1, max = 200), pattern(crate::schema::NON_BLANK_PATTERN))]
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub image_id: String,
     /// Environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -394,6 +394,7 @@ pub struct SandboxTemplateUpdate {
     /// The flavor's id.
     pub flavor_id: String,
     /// The image.
+    #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
     pub image_id: String,
     /// Environment; absent clears.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -25,32 +25,100 @@ enum Step {
 }
 
 /// The steps of `pools[0].offers[1].quota.vcpu`, `env["PIP.INDEX"]`: `None` if malformed.
+/// (Byte loops throughout this module, not `str` searches or serde_json: the console carries
+/// this code, and every kilobyte of its download counts.)
 fn steps(path: &str) -> Option<Vec<Step>> {
+    let bytes = path.as_bytes();
     let mut steps = Vec::new();
-    let mut rest = path;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('[') {
-            if after.starts_with('"') {
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'[' {
+            at += 1;
+            if bytes.get(at) == Some(&b'"') {
                 // A JSON string: its end is the first quote no backslash escapes.
-                let end = string_end(after.as_bytes(), 0)?;
-                steps.push(Step::Key(serde_json::from_str(&after[..end]).ok()?));
-                rest = after[end..].strip_prefix(']')?;
+                let end = string_end(bytes, at)?;
+                steps.push(Step::Key(unescape(&path[at..end])?));
+                if bytes.get(end) != Some(&b']') {
+                    return None;
+                }
+                at = end + 1;
             } else {
-                let close = after.find(']')?;
-                steps.push(Step::Index(after[..close].parse().ok()?));
-                rest = &after[close + 1..];
+                let digits = bytes[at..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits == 0 || bytes.get(at + digits) != Some(&b']') {
+                    return None;
+                }
+                steps.push(Step::Index(path[at..at + digits].parse().ok()?));
+                at += digits + 1;
             }
         } else {
-            let rest_key = rest.strip_prefix('.').unwrap_or(rest);
-            let end = rest_key.find(['.', '[']).unwrap_or(rest_key.len());
-            if end == 0 {
+            if bytes[at] == b'.' && at > 0 {
+                at += 1;
+            }
+            let len = bytes[at..]
+                .iter()
+                .take_while(|&&b| b != b'.' && b != b'[')
+                .count();
+            if len == 0 {
                 return None;
             }
-            steps.push(Step::Key(rest_key[..end].to_owned()));
-            rest = &rest_key[end..];
+            steps.push(Step::Key(path[at..at + len].to_owned()));
+            at += len;
         }
     }
     Some(steps)
+}
+
+/// The value of a JSON string literal (its quotes included); `None` if it is not one.
+fn unescape(literal: &str) -> Option<String> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    let hex4 = |chars: &mut std::str::Chars| -> Option<u32> {
+        (0..4).try_fold(0, |n, _| Some(n * 16 + chars.next()?.to_digit(16)?))
+    };
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'u' => {
+                let unit = hex4(&mut chars)?;
+                let code = if (0xD800..0xDC00).contains(&unit) {
+                    // A surrogate pair: the low half follows as its own escape.
+                    if (chars.next()?, chars.next()?) != ('\\', 'u') {
+                        return None;
+                    }
+                    let low = hex4(&mut chars)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    unit
+                };
+                char::from_u32(code)?
+            }
+            c @ ('"' | '\\' | '/') => c,
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+/// The offset of the last occurrence of `needle` in `haystack`.
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    (0..=haystack.len().checked_sub(needle.len())?)
+        .rev()
+        .find(|&i| &haystack[i..i + needle.len()] == needle)
 }
 
 /// Where `path` points in `text` (a JSON document): the value it names, or the closest value
@@ -82,14 +150,41 @@ pub fn locate_problem(text: &str, problem: &Problem) -> Option<Location> {
         return locate(text, &problem.path);
     }
     // "... at line 3 column 5": serde_json's words.
-    let (_, at) = problem.message.rsplit_once(" at line ")?;
-    let (line, column) = at.split_once(" column ")?;
-    let (line, column): (usize, usize) = (line.parse().ok()?, column.trim().parse().ok()?);
+    let message = problem.message.as_bytes();
+    let at = rfind(message, b" at line ")? + b" at line ".len();
+    let number = |from: usize| -> Option<(usize, usize)> {
+        let digits = message[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        Some((
+            problem.message[from..from + digits].parse().ok()?,
+            from + digits,
+        ))
+    };
+    let (line, after) = number(at)?;
+    if !message[after..].starts_with(b" column ") {
+        return None;
+    }
+    let (column, _) = number(after + b" column ".len())?;
+    let bytes = text.as_bytes();
     let line_start = match line {
         0 | 1 => 0,
-        n => text.match_indices('\n').nth(n - 2)?.0 + 1,
+        n => {
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .nth(n - 2)?
+                .0
+                + 1
+        }
     };
-    let line_text = text[line_start..].split('\n').next().unwrap_or("");
+    let line_len = bytes[line_start..]
+        .iter()
+        .take_while(|&&b| b != b'\n')
+        .count();
+    let line_text = &text[line_start..line_start + line_len];
     // serde_json counts a column in bytes, 0 at the line's start; past the end means the end.
     let offset = column.saturating_sub(1).min(line_text.len());
     let start = (0..=offset)
@@ -102,7 +197,10 @@ pub fn locate_problem(text: &str, problem: &Problem) -> Option<Location> {
 
 fn location(text: &str, start: usize, end: usize) -> Location {
     let before = &text[..start];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_start = before
+        .bytes()
+        .rposition(|b| b == b'\n')
+        .map_or(0, |i| i + 1);
     Location {
         start,
         end,
@@ -176,8 +274,8 @@ fn member(text: &str, open: usize, key: &str) -> Option<Option<usize>> {
     loop {
         let key_end = string_end(bytes, at)?;
         let raw = &text[at + 1..key_end - 1];
-        let same = if raw.contains('\\') {
-            serde_json::from_str::<String>(&text[at..key_end]).ok()? == key
+        let same = if raw.as_bytes().contains(&b'\\') {
+            unescape(&text[at..key_end])? == key
         } else {
             raw == key
         };

@@ -23,7 +23,7 @@ export type JsonInput<T> = string | Uint8Array | T;
 
 export type Name = string;
 export interface Site { name: Name; kind: "shared" | "dedicated"; region: string }
-export interface ProviderAccount { name: Name; provider: string; config?: Record<string, string> }
+export interface ProviderAccount { name: Name; provider: string; config: Record<string, string> }
 export interface Policy { disruptionBudget: number }
 export interface Offer { tenant: Name; quota: Record<string, number>; priority?: number }
 export interface Pool {
