@@ -670,6 +670,23 @@ async fn openapi_is_generated_from_the_method_table() {
             ["schema"]
             .clone()
     };
+    // The fleet methods' answers are typed: the seed's status shape, the apply's {plan, applied}.
+    for method in ["fleet.status", "fleet.check"] {
+        let status = answer(method);
+        assert_eq!(
+            status["required"],
+            json!(["tenantId"]),
+            "{method}: {status}"
+        );
+        for field in ["applied", "drift", "error"] {
+            assert!(
+                status["properties"][field].is_object(),
+                "{method}: {status}"
+            );
+        }
+    }
+    let apply = answer("fleet.apply");
+    assert_eq!(apply["required"], json!(["plan", "applied"]), "{apply}");
     let plan_answer = answer("fleet.plan");
     for field in ["changes", "calls", "summary", "planHash"] {
         assert!(

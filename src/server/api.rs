@@ -647,12 +647,14 @@ fn query_parameters(input: &Value) -> Vec<Value> {
     parameters
 }
 
-/// The answers whose schema is stated: the fleet methods that answer planner types, with the
-/// prefix their definitions take among the components.
+/// The answers whose schema is stated: the fleet methods', with the prefix their definitions
+/// take among the components.
 fn output(method: &str) -> Option<(&'static str, Value)> {
     match method {
         "fleet.plan" => Some(("Plan.", schema::<planner::Plan>())),
         "fleet.export" => Some(("Export.", schema::<planner::Export>())),
+        "fleet.apply" => Some(("Apply.", schema::<fleet::ApplyAnswer>())),
+        "fleet.status" | "fleet.check" => Some(("Status.", schema::<fleet::Status>())),
         _ => None,
     }
 }

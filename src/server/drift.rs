@@ -37,7 +37,7 @@ pub fn tenant_key(tenant: &str) -> String {
 }
 
 /// The drift as recorded in `fleet_applied.drift` and shown by `fleet.status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
     /// The changes that do something or are blocked (up to [`MAX_CHANGES`]), as the plan has

@@ -378,7 +378,10 @@ pub async fn apply(
     let applied = plan.calls.len();
     audit(&mut tx, caller, tenant, "fleet.apply", "ok", None, json!({ "planHash": plan.plan_hash, "applied": applied, "prune": prune, "summary": plan.summary })).await?;
     tx.commit().await?;
-    Ok(json!({ "plan": plan, "applied": applied }))
+    Ok(serde_json::to_value(ApplyAnswer {
+        plan: &plan,
+        applied,
+    })?)
 }
 
 /// `fleet.status`: the applied document's record and the drift as of the last check.
@@ -390,33 +393,86 @@ pub async fn status(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
     status_of(&mut conn, &input.tenant_id).await
 }
 
+/// What `fleet.status` and `fleet.check` answer: the seed's status shape.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The document applied last; absent for a tenant that never applied one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<AppliedDocument>,
+    /// The drift as of the last check; absent when the fleet matched it (or before a check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<super::drift::Drift>,
+    /// Why the last drift check failed, until a check succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CheckError>,
+}
+
+/// The document applied last, as `fleet.status` shows it.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedDocument {
+    /// The applied plan's hash.
+    pub plan_hash: String,
+    /// Who applied it (a principal id).
+    pub applied_by: String,
+    /// When, in milliseconds since the Unix epoch.
+    pub applied_at: i64,
+    /// Whether it was applied with prune.
+    pub prune: bool,
+    /// When the drift was last checked; absent before the first check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<i64>,
+}
+
+/// A failed drift check.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckError {
+    /// What went wrong.
+    pub message: String,
+    /// When, in milliseconds since the Unix epoch.
+    pub at: i64,
+}
+
+/// What `fleet.apply` answers: the plan it ran and how many calls ran.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ApplyAnswer<'p> {
+    /// The plan.
+    pub plan: &'p Plan,
+    /// The number of calls that ran.
+    pub applied: usize,
+}
+
 /// The status shape of the seed for one tenant: just `{tenantId}` when it never applied.
 pub async fn status_of(conn: &mut AnyConnection, tenant: &str) -> Result<Value, ApiError> {
     let row = sqlx::query("SELECT plan_hash, applied_by, applied_at, prune, checked_at, drift, check_error FROM fleet_applied WHERE tenant_id = $1")
         .bind(tenant)
         .fetch_optional(conn)
         .await?;
-    let Some(row) = row else {
-        return Ok(json!({ "tenantId": tenant }));
+    let mut status = Status {
+        tenant_id: tenant.to_owned(),
+        applied: None,
+        drift: None,
+        error: None,
     };
-    let mut applied = json!({
-        "planHash": row.try_get::<String, _>(0)?,
-        "appliedBy": row.try_get::<String, _>(1)?,
-        "appliedAt": row.try_get::<i64, _>(2)?,
-        "prune": row.try_get::<i64, _>(3)? != 0,
-    });
-    if let Some(checked) = row.try_get::<Option<i64>, _>(4)? {
-        applied["checkedAt"] = json!(checked);
+    if let Some(row) = row {
+        status.applied = Some(AppliedDocument {
+            plan_hash: row.try_get(0)?,
+            applied_by: row.try_get(1)?,
+            applied_at: row.try_get(2)?,
+            prune: row.try_get::<i64, _>(3)? != 0,
+            checked_at: row.try_get(4)?,
+        });
+        if let Some(drift) = row.try_get::<Option<String>, _>(5)? {
+            status.drift = Some(serde_json::from_str(&drift)?);
+        }
+        if let Some(error) = row.try_get::<Option<String>, _>(6)? {
+            status.error = Some(serde_json::from_str(&error)?);
+        }
     }
-    let mut out = json!({ "tenantId": tenant, "applied": applied });
-    if let Some(drift) = row.try_get::<Option<String>, _>(5)? {
-        out["drift"] = serde_json::from_str(&drift)?;
-    }
-    // Why the last drift check failed (`{message, at}`), until a check succeeds.
-    if let Some(error) = row.try_get::<Option<String>, _>(6)? {
-        out["error"] = serde_json::from_str(&error)?;
-    }
-    Ok(out)
+    Ok(serde_json::to_value(status)?)
 }
 
 /// Builds the planner's `Export` of a tenant from the database, inside the caller's read
