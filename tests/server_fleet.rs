@@ -949,6 +949,30 @@ async fn exports_list_items_by_name_whatever_their_age(db: Db) {
 }
 both!(export_order, exports_list_items_by_name_whatever_their_age);
 
+/// The export's object of plan name `name`.
+fn object<'e>(export: &'e Value, name: &str) -> &'e Value {
+    export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap_or_else(|| panic!("no object {name}"))
+}
+
+/// acme's sandbox template `acme-py` on root's pool `vps-fra` (offered to acme), with root's
+/// flavor `g1.small`; `export` is root's.
+async fn acme_template_on_roots_pool(fleet: &Fleet, export: &Value) {
+    let id = |name: &str| object(export, name)["id"].clone();
+    fleet
+        .ok(
+            "sandboxTemplate.create",
+            json!({ "tenantId": "acme", "name": "acme-py", "poolId": id("vps-fra"),
+                    "flavorId": id("vps-fra/g1.small"), "imageId": "ubuntu-24.04",
+                    "network": "private" }),
+        )
+        .await;
+}
+
 /// What another tenant uses cannot be pruned: the export names that user (no document of this
 /// tenant can), the plan blocks the delete, the apply refuses the plan as a whole instead of
 /// failing at a call, and the console's and the CLI's offline plans agree.
@@ -963,37 +987,15 @@ async fn prune_keeps_what_another_tenant_uses(db: Db) {
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
-    let id = |name: &str| {
-        export["objects"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["name"] == name)
-            .and_then(|o| o["id"].as_str())
-            .unwrap()
-            .to_owned()
-    };
+    let id = |name: &str| object(&export, name)["id"].as_str().unwrap().to_owned();
     // acme's template on root's pool (offered to acme) with root's flavor.
-    fleet
-        .ok(
-            "sandboxTemplate.create",
-            json!({ "tenantId": "acme", "name": "acme-py", "poolId": id("vps-fra"),
-                    "flavorId": id("vps-fra/g1.small"), "imageId": "ubuntu-24.04",
-                    "network": "private" }),
-        )
-        .await;
+    acme_template_on_roots_pool(&fleet, &export).await;
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
     let user = json!({ "tenantId": "acme", "kind": "sandboxTemplate", "name": "acme-py" });
     for name in ["vps-fra", "vps-fra/g1.small", "vps-fra -> acme"] {
-        let object = export["objects"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["name"] == name)
-            .unwrap();
-        assert_eq!(object["usedBy"], user, "{object}");
+        assert_eq!(object(&export, name)["usedBy"], user, "{name}");
     }
     // Root's own template goes; the flavor acme uses stays, blocked.
     let mut doc = seed_document();
@@ -1040,16 +1042,7 @@ async fn hand_edits_are_not_lost_or_duplicated(db: Db) {
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
-    let id = |name: &str| {
-        export["objects"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["name"] == name)
-            .and_then(|o| o["id"].as_str())
-            .unwrap()
-            .to_owned()
-    };
+    let id = |name: &str| object(&export, name)["id"].as_str().unwrap().to_owned();
     // Review: prune `burst` (an archive).
     let mut without_burst = doc.clone();
     without_burst["pools"].as_array_mut().unwrap().pop();
@@ -1098,24 +1091,11 @@ async fn hand_edits_are_not_lost_or_duplicated(db: Db) {
     );
 
     // acme runs a template on vps-fra: root cannot take the offer away under it.
-    fleet
-        .ok(
-            "sandboxTemplate.create",
-            json!({ "tenantId": "acme", "name": "acme-py", "poolId": id("vps-fra"),
-                    "flavorId": id("vps-fra/g1.small"), "imageId": "ubuntu-24.04",
-                    "network": "private" }),
-        )
-        .await;
+    acme_template_on_roots_pool(&fleet, &export).await;
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
-    let offer = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "vps-fra -> acme")
-        .unwrap()
-        .clone();
+    let offer = object(&export, "vps-fra -> acme");
     let refused = fleet
         .fails(
             "pool.unoffer",
