@@ -987,7 +987,6 @@ async fn prune_keeps_what_another_tenant_uses(db: Db) {
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
-    let id = |name: &str| object(&export, name)["id"].as_str().unwrap().to_owned();
     // acme's template on root's pool (offered to acme) with root's flavor.
     acme_template_on_roots_pool(&fleet, &export).await;
     let export = fleet
