@@ -209,7 +209,8 @@ async fn run(
         }
         Call::PoolSetOwnerQuota(i) => {
             check_resource("resource", &i.resource)?;
-            pool(tx, tenant, &i.pool_id).await?;
+            // The pool must be the tenant's and live; its revision moves with its entries.
+            bump_pool(tx, tenant, &i.pool_id).await?;
             let object = format!("ownerQuota {}:{}", i.pool_id, i.resource);
             let current = load_quotas(
                 tx,
@@ -248,7 +249,7 @@ async fn run(
                         .await?;
                 }
             }
-            bump_pool(tx, &i.pool_id).await?;
+
             i.pool_id.clone()
         }
         Call::PoolOffer(i) => {
@@ -258,8 +259,8 @@ async fn run(
                 check_resource(&path, k)?;
                 to_i64(&path, *v)?;
             }
-            let row = pool(tx, tenant, &i.pool_id).await?;
-            if i.tenant == row.tenant_id {
+            bump_pool(tx, tenant, &i.pool_id).await?;
+            if i.tenant == tenant {
                 return Err(ApiError::invalid(
                     "tenant",
                     "a pool cannot be offered to its own owner",
@@ -296,11 +297,11 @@ async fn run(
                     .execute(&mut **tx)
                     .await?;
             }
-            bump_pool(tx, &i.pool_id).await?;
+
             i.pool_id.clone()
         }
         Call::PoolUnoffer(i) => {
-            pool(tx, tenant, &i.pool_id).await?;
+            bump_pool(tx, tenant, &i.pool_id).await?;
             let object = format!("offer {} -> {}", i.pool_id, i.tenant);
             let current = load_offers(
                 tx,
@@ -336,7 +337,7 @@ async fn run(
                 .bind(&i.tenant)
                 .execute(&mut **tx)
                 .await?;
-            bump_pool(tx, &i.pool_id).await?;
+
             i.pool_id.clone()
         }
         Call::PoolArchive(i) => {
@@ -950,12 +951,21 @@ async fn template_create(
 }
 
 /// A pool's revision moves with its owner quota entries and offers: archiving it removes
-/// them, so an archive planned before one of them changed must not match.
-async fn bump_pool(tx: &mut Tx, pool_id: &str) -> Result<(), ApiError> {
-    sqlx::query("UPDATE pools SET revision = revision + 1 WHERE id = $1")
-        .bind(pool_id)
-        .execute(&mut **tx)
-        .await?;
+/// them, so an archive planned before one of them changed must not match. Also the check that
+/// the pool is the tenant's and live (NOT_FOUND), in the same statement: a call that fails
+/// later rolls the move back with its transaction.
+async fn bump_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), ApiError> {
+    let moved = sqlx::query(
+        "UPDATE pools SET revision = revision + 1 WHERE id = $1 AND tenant_id = $2 AND archived = 0",
+    )
+    .bind(pool_id)
+    .bind(tenant)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if moved == 0 {
+        return Err(ApiError::not_found("pool", pool_id));
+    }
     Ok(())
 }
 
