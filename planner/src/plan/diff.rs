@@ -71,7 +71,6 @@ fn join(a: &str, sep: &str, b: &str) -> String {
     out
 }
 
-/// The words a note uses for a kind.
 fn capacity<K, V>(n: usize) -> HashMap<K, V> {
     HashMap::with_capacity_and_hasher(n, Default::default())
 }
