@@ -112,6 +112,28 @@ pub struct Batch {
     tenants: Vec<String>,
 }
 
+/// NOT_FOUND unless `tenant` exists; a batch asks the database once per tenant (tenants are
+/// never deleted).
+async fn require_tenant(
+    tx: &mut Tx,
+    batch: Option<&mut Batch>,
+    tenant: &str,
+) -> Result<(), ApiError> {
+    if batch
+        .as_deref()
+        .is_some_and(|b| b.tenants.iter().any(|t| t == tenant))
+    {
+        return Ok(());
+    }
+    if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
+        return Err(ApiError::not_found("tenant", tenant));
+    }
+    if let Some(batch) = batch {
+        batch.tenants.push(tenant.to_owned());
+    }
+    Ok(())
+}
+
 /// [`execute`] as one call of `batch`: the outcome's value is null.
 pub async fn execute_in(
     tx: &mut Tx,
@@ -133,17 +155,7 @@ async fn run(
     served(call.method(), modules)?;
     let tenant = call.tenant_id();
     check_name("tenantId", tenant)?;
-    let known = batch
-        .as_deref()
-        .is_some_and(|b| b.tenants.iter().any(|t| t == tenant));
-    if !known {
-        if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
-            return Err(ApiError::not_found("tenant", tenant));
-        }
-        if let Some(batch) = batch.as_deref_mut() {
-            batch.tenants.push(tenant.to_owned());
-        }
-    }
+    require_tenant(tx, batch.as_deref_mut(), tenant).await?;
     let id = match call {
         Call::ProviderAccountCreate(i) => provider_account_create(tx, caller, i).await?,
         Call::ProviderAccountUpdate(i) => {
@@ -266,9 +278,7 @@ async fn run(
                     "a pool cannot be offered to its own owner",
                 ));
             }
-            if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[&i.tenant]).await? {
-                return Err(ApiError::not_found("tenant", &i.tenant));
-            }
+            require_tenant(tx, batch.as_deref_mut(), &i.tenant).await?;
             let object = format!("offer {} -> {}", i.pool_id, i.tenant);
             let current = load_offers(
                 tx,
