@@ -221,7 +221,8 @@ impl<'a, T> Current<'a, T> {
     /// object named twice, by its name and by its id), if any.
     fn matching(&mut self, i: usize, name: &'a str) -> (&'a T, Option<&'a str>) {
         let earlier = *self.matched[i].get_or_insert(name);
-        (&self.items[i], (earlier != name).then_some(earlier))
+        // The same item again is the same text: a pointer compare, not a string compare.
+        (&self.items[i], (!std::ptr::eq(earlier, name)).then_some(earlier))
     }
 
     /// The items no document item matched (asked once, after every match).
@@ -1033,11 +1034,20 @@ impl<'a> Planner<'a> {
     fn flavors(&mut self) {
         let missing = self.missing(Section::Flavors);
         let mut matched: HashSet<(&str, &str)> = HashSet::default();
-        // Each (pool id, flavor name) the document lists, with the plan name that listed it
-        // first: a pool named by name and by id would otherwise get the flavor twice.
-        let mut listed: HashMap<(Id<'a>, &'a str), String> = HashMap::default();
+        // Each (pool id, flavor name) the document lists, by a hash of the pair, with the index
+        // of the flavor that listed it first: a pool named by name and by id would otherwise get
+        // the flavor twice. (A hash, not the pair: a derived pool id is owned, and cloning it per
+        // flavor cost a plan 3 % of its instructions; a hit is checked for real.)
+        let mut listed: HashMap<u64, usize> = HashMap::default();
+        let pair = |pool_id: &str, name: &str| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = crate::hash::FxHasher::default();
+            (pool_id, name).hash(&mut hasher);
+            hasher.finish()
+        };
         let doc = self.doc;
-        for f in slice(&doc.flavors) {
+        let flavors = slice(&doc.flavors);
+        for (index, f) in flavors.iter().enumerate() {
             let name = join(&f.pool, "/", &f.name);
             let pool_id = self.resolve(Kind::Pool, &f.pool);
             let mut notes = Vec::new();
@@ -1056,10 +1066,20 @@ impl<'a> Planner<'a> {
                 ));
             }
             if let Some(id) = &pool_id {
-                match listed.get(&(id.clone(), f.name.as_str())) {
-                    Some(earlier) => notes.push(twice(Kind::Flavor, earlier)),
+                let key = pair(id, &f.name);
+                match listed.get(&key).map(|&i| &flavors[i]) {
+                    Some(earlier)
+                        if earlier.name == f.name
+                            && self.resolve(Kind::Pool, &earlier.pool).as_ref() == Some(id) =>
+                    {
+                        notes.push(twice(
+                            Kind::Flavor,
+                            &join(&earlier.pool, "/", &earlier.name),
+                        ));
+                    }
+                    Some(_) => {} // another pair with the same hash: not a repeat
                     None => {
-                        listed.insert((id.clone(), &f.name), name.clone());
+                        listed.insert(key, index);
                     }
                 }
             }
