@@ -1008,3 +1008,50 @@ async fn fleet_plan_is_a_read(db: Db) {
     assert_eq!(config["required"], true);
 }
 both!(plan_by_get, fleet_plan_is_a_read);
+
+/// A browser client may ask for API errors with status 200 (`X-Better-Compute-Errors:
+/// in-body`; browsers log every 4xx answer as a console error): the envelope is the same, the
+/// real status is in `X-Better-Compute-Status`. Without the header, the statuses are
+/// PRODUCT.md's.
+async fn errors_in_body_for_browsers(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let send = |method: reqwest::Method, path: &str, key: &str, in_body: bool| {
+        let mut request = fleet
+            .client()
+            .request(method, fleet.server.url(path))
+            .bearer_auth(key)
+            .json(&json!({ "tenantId": "root" }));
+        if in_body {
+            request = request.header("X-Better-Compute-Errors", "in-body");
+        }
+        request.send()
+    };
+    for (method, path, key, status, code) in [
+        (reqwest::Method::POST, "/api/fleet.status", "bc_wrong", 401, "UNAUTHENTICATED"),
+        (reqwest::Method::PUT, "/api/fleet.status", fleet.key.as_str(), 405, "INVALID_INPUT"),
+        (reqwest::Method::POST, "/api/v1/fleet.status", fleet.key.as_str(), 404, "NOT_FOUND"),
+        (reqwest::Method::POST, "/api/pool.get", fleet.key.as_str(), 400, "INVALID_INPUT"),
+    ] {
+        let plain = send(method.clone(), path, key, false).await.unwrap();
+        assert_eq!(plain.status(), status, "{method} {path}");
+        assert!(plain.headers().get("x-better-compute-status").is_none());
+        let plain: Value = plain.json().await.unwrap();
+        let asked = send(method.clone(), path, key, true).await.unwrap();
+        assert_eq!(asked.status(), 200, "{method} {path}");
+        assert_eq!(
+            asked.headers()["x-better-compute-status"],
+            status.to_string().as_str()
+        );
+        let asked: Value = asked.json().await.unwrap();
+        assert_eq!(asked, plain, "the same envelope");
+        assert_eq!(asked["error"]["code"], code);
+    }
+    // A success is a success either way.
+    let ok = send(reqwest::Method::POST, "/api/fleet.status", &fleet.key, true)
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(ok.headers().get("x-better-compute-status").is_none());
+    assert_eq!(ok.json::<Value>().await.unwrap()["tenantId"], "root");
+}
+both!(errors_in_body, errors_in_body_for_browsers);

@@ -800,6 +800,37 @@ pub async fn wrong_verb(
     response
 }
 
+/// The request header by which a browser client asks for API errors with status 200
+/// (`X-Better-Compute-Errors: in-body`); the real status travels in [`ERROR_STATUS`].
+pub const ERRORS_IN_BODY: &str = "x-better-compute-errors";
+
+/// The response header holding the real status of an error answered with 200.
+pub const ERROR_STATUS: &str = "x-better-compute-status";
+
+/// Browsers log every answer of status 400 and up as an error in their developer console,
+/// whatever the page makes of it (a refused sign-in, a CONFIG_DRIFT the page explains). A
+/// client that reads the envelope anyway may ask for errors with status 200: the envelope is
+/// unchanged, and [`ERROR_STATUS`] carries the status. Every other client gets the statuses of
+/// PRODUCT.md.
+pub async fn errors_in_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let wanted = request
+        .headers()
+        .get(ERRORS_IN_BODY)
+        .is_some_and(|v| v.as_bytes() == b"in-body");
+    let mut response = next.run(request).await;
+    let status = response.status();
+    if wanted && (status.is_client_error() || status.is_server_error()) {
+        response
+            .headers_mut()
+            .insert(ERROR_STATUS, axum::http::HeaderValue::from(status.as_u16()));
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
+}
+
 /// Any verb on a path under `/api/` that is no method's: NOT_FOUND in the API's envelope.
 pub async fn unknown_path(uri: axum::http::Uri) -> Response {
     let path = uri.path();

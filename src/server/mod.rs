@@ -402,6 +402,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(api::errors_in_body))
         .with_state(state.clone())
         .fallback_service(ServeDir::new(&state.config.console_dir).fallback(ServeFile::new(index)))
         // The console's policy, as a header too: `frame-ancestors` works only there.
