@@ -152,13 +152,25 @@ async fn screenshot(browser: &Browser, name: &str, width: u32) {
     browser.set_window_size(1280, 900).await.unwrap();
 }
 
-/// The errors the page logged since [`watch_console`] (panics go to console.error).
+/// The errors the page logged since [`watch_console`] (panics go to console.error), and the
+/// errors and warnings in Chromium's own log since the session started: what its developer
+/// console shows, such as "Failed to load resource: the server responded with a status of
+/// 401", which no script of the page sees.
 async fn console_errors(browser: &Browser) -> Vec<String> {
     let errors = browser
         .execute("return window.__consoleErrors || [];", vec![])
         .await
         .unwrap();
-    serde_json::from_value(errors).unwrap_or_default()
+    let mut errors: Vec<String> = serde_json::from_value(errors).unwrap_or_default();
+    errors.extend(
+        browser
+            .log()
+            .await
+            .into_iter()
+            .filter(|entry| entry.level == "SEVERE" || entry.level == "WARNING")
+            .map(|entry| format!("{}: {}", entry.level, entry.message)),
+    );
+    errors
 }
 
 /// The editor's selection: its start and end (UTF-16 units) and the text selected.
@@ -239,6 +251,43 @@ async fn watch_timeline(browser: &Browser) {
         )
         .await
         .unwrap();
+}
+
+/// Records every box (left, top, width, height, in page pixels) the tenant picker takes while
+/// it is shown (`window.__tenantBoxes`, one entry per change), frame by frame.
+async fn watch_tenant_box(browser: &Browser) {
+    browser
+        .execute(
+            "window.__tenantBoxes = []; \
+             const sample = () => { \
+               const select = document.querySelector('#tenant'); \
+               if (select && select.offsetParent !== null) { \
+                 const r = select.getBoundingClientRect(); \
+                 const box = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height] \
+                   .map(Math.round).join(' '); \
+                 const boxes = window.__tenantBoxes; \
+                 if (boxes[boxes.length - 1] !== box) boxes.push(box); \
+               } \
+               requestAnimationFrame(sample); \
+             }; \
+             sample();",
+            vec![],
+        )
+        .await
+        .unwrap();
+}
+
+/// The tenant picker's `aria-busy` and its options' texts, disabled ones marked `(disabled)`.
+async fn tenant_picker(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "const s = document.querySelector('#tenant'); \
+             return { busy: s.getAttribute('aria-busy'), \
+               options: [...s.options].map((o) => o.text + (o.disabled ? ' (disabled)' : '')) };",
+            vec![],
+        )
+        .await
+        .unwrap()
 }
 
 fn pool_ref<'a>(export: &'a Value, name: &str) -> &'a Value {
@@ -372,6 +421,12 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     input.clear().await.unwrap();
     input.send_keys(&admin).await.unwrap();
     watch_timeline(&browser).await;
+    watch_tenant_box(&browser).await;
+    // Until tenant.list answers, the picker says it is loading.
+    assert_eq!(
+        tenant_picker(&browser).await,
+        json!({ "busy": "true", "options": ["root", "Loading tenants… (disabled)"] })
+    );
     click(&browser, "#sign-in").await;
     wait_for(&browser, "#applied-plan-hash").await;
     // The events card shows once, where it stays: nothing loading above it pushes it down.
@@ -428,6 +483,23 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     assert!(
         options.contains("Root (root)") && options.contains("Globex (globex)"),
         "{options}"
+    );
+    let picker = tenant_picker(&browser).await;
+    assert_eq!(picker["busy"], "false", "{picker}");
+    assert!(
+        !picker.to_string().contains("Loading"),
+        "the loading option is gone: {picker}"
+    );
+    // The picker kept its box when the list arrived: the header did not move.
+    let boxes = browser
+        .execute("return window.__tenantBoxes;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        boxes.as_array().map(Vec::len),
+        Some(1),
+        "the tenant picker moved or resized when the tenants arrived (left top width height): \
+         {boxes}"
     );
     screenshots(&browser, "03-drift").await;
 
@@ -620,8 +692,15 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     expect_focus(&browser, "show-drift").await;
     screenshots(&browser, "08-applied").await;
 
-    // The drift view shows the new baseline, and no drift.
+    // The drift view shows the new baseline, and no drift; its tab has the focus (the pressed
+    // button went away with the plan view).
     click(&browser, "#show-drift").await;
+    expect_focus(&browser, "tab-drift").await;
+    assert_eq!(
+        tab_state(&browser).await,
+        json!({ "focused": "tab-drift", "selected": ["tab-drift"], "tabbable": ["tab-drift"],
+                "shown": ["tab-drift"] })
+    );
     wait_text(&browser, "#applied-plan-hash", |t| t == fresh_hash).await;
     if has_check {
         click(&browser, "#check-now").await;
@@ -885,6 +964,132 @@ async fn a_refused_session_says_why_and_offers_another_key() {
     );
     click(&browser, "#use-another-key").await;
     wait_for(&browser, "#api-key").await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+
+    // What the console avoids, and what the check above would have seen: the same refusal
+    // answered with its status (no X-Better-Compute-Errors) is an error in Chromium's log,
+    // though the page handles it; asked in the body, it is not.
+    let refused = |in_body: bool| {
+        let browser = &browser;
+        let outsider = outsider.clone();
+        async move {
+            browser
+                .execute_async(
+                    "const [key, inBody, done] = arguments; \
+                     const headers = { 'Authorization': 'Bearer ' + key }; \
+                     if (inBody) headers['X-Better-Compute-Errors'] = 'in-body'; \
+                     fetch('/api/tenant.list', { method: 'POST', headers, body: '{}' }) \
+                       .then(async (r) => done({ status: r.status, \
+                         real: r.headers.get('X-Better-Compute-Status'), \
+                         code: (await r.json()).error.code }));",
+                    vec![json!(outsider), json!(in_body)],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        refused(true).await,
+        json!({ "status": 200, "real": "403", "code": "FORBIDDEN" })
+    );
+    let errors = console_errors(&browser).await;
+    assert!(
+        errors.is_empty(),
+        "an error answered in the body: {errors:?}"
+    );
+    assert_eq!(
+        refused(false).await,
+        json!({ "status": 403, "real": null, "code": "FORBIDDEN" })
+    );
+    let errors = console_errors(&browser).await;
+    assert!(
+        errors.iter().any(|e| e.starts_with("SEVERE")
+            && e.contains("/api/tenant.list")
+            && e.contains("status of 403")),
+        "Chromium's log has the refusal: {errors:?}"
+    );
+    browser.close().await;
+}
+
+/// An apply refused for another reason than CONFIG_DRIFT (here the key, revoked after the
+/// plan was made: UNAUTHENTICATED) shows its code and message, and the error takes the focus
+/// (Apply is disabled while the apply is sent, so the focus had nowhere else to go but the
+/// page's top); the refusal is no error in the browser's console.
+#[tokio::test]
+async fn a_failed_apply_shows_its_error_and_holds_the_focus() {
+    let (server, admin, _keys) = demo_server("console-failed-apply-key");
+    // A second administrator: a service account of root with the bootstrap admin's grants.
+    let sa = ok(
+        &server,
+        &admin,
+        "serviceAccount.create",
+        json!({ "tenantId": "root", "name": "ops" }),
+    )
+    .await;
+    for (permission, scope) in [
+        ("*", "tenants/root"),
+        ("compute:fleet:admin", "compute-fleet/global"),
+    ] {
+        ok(
+            &server,
+            &admin,
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": sa["id"], "permission": permission, "scope": scope }),
+        )
+        .await;
+    }
+    let created = ok(
+        &server,
+        &admin,
+        "apiKey.create",
+        json!({ "tenantId": "root", "principalId": sa["id"] }),
+    )
+    .await;
+    let ops = created["key"].as_str().unwrap().to_owned();
+    let export = ok(&server, &ops, "fleet.export", json!({ "tenantId": "root" })).await;
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(&ops)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(
+        &browser,
+        &serde_json::to_string_pretty(&export["config"]).unwrap(),
+    )
+    .await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+
+    ok(
+        &server,
+        &admin,
+        "apiKey.revoke",
+        json!({ "tenantId": "root", "id": created["id"] }),
+    )
+    .await;
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    let error = wait_text(&browser, "#apply-error", |_| true).await;
+    assert!(error.contains("UNAUTHENTICATED"), "{error}");
+    expect_focus(&browser, "apply-error").await;
+    // Focused by the page, not in the Tab order.
+    assert_eq!(
+        wait_for(&browser, "#apply-error")
+            .await
+            .attr("tabindex")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("-1")
+    );
+    screenshots(&browser, "11-apply-failed").await;
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

@@ -318,6 +318,47 @@ pub struct Browser {
     session: Option<String>,
     driver: ChromeDriver,
     _profile: TempDir,
+    /// Chromium's log entries read so far (ChromeDriver hands each out once).
+    log: Mutex<Vec<LogEntry>>,
+}
+
+/// One entry of Chromium's own log (`goog:loggingPrefs`): what its developer console shows,
+/// network failures ("Failed to load resource: ... 401") included, which never pass through
+/// the page's `console.error`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct LogEntry {
+    /// `SEVERE`, `WARNING`, `INFO`, ...
+    pub level: String,
+    /// What it says (the URL first).
+    pub message: String,
+    /// Unix ms.
+    pub timestamp: i64,
+}
+
+/// ChromeDriver's `POST /session/{id}/se/log {"type": "browser"}`: the browser log's entries
+/// since the last such request (not a W3C command, so fantoccini has no method for it).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
+    // reqwest's `Url` and `Method` are the `url` and `http` crates' types that fantoccini uses.
+    fn endpoint(
+        &self,
+        base_url: &reqwest::Url,
+        session_id: Option<&str>,
+    ) -> Result<reqwest::Url, <reqwest::Url as std::str::FromStr>::Err> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &reqwest::Url) -> (reqwest::Method, Option<String>) {
+        (
+            reqwest::Method::POST,
+            Some(r#"{"type":"browser"}"#.to_owned()),
+        )
+    }
 }
 
 impl Browser {
@@ -333,6 +374,11 @@ impl Browser {
         }
         let mut capabilities = serde_json::Map::new();
         capabilities.insert("goog:chromeOptions".to_owned(), options);
+        // Chromium's own log, read by `Browser::log`.
+        capabilities.insert(
+            "goog:loggingPrefs".to_owned(),
+            serde_json::json!({ "browser": "ALL" }),
+        );
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
         let client = fantoccini::ClientBuilder::new(connector)
             .capabilities(capabilities)
@@ -345,7 +391,29 @@ impl Browser {
             session,
             driver,
             _profile: profile,
+            log: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Every entry of Chromium's log since the session started (or since
+    /// [`Browser::clear_log`]): console messages and the browser's own, such as a failed
+    /// request's "Failed to load resource: the server responded with a status of 401".
+    pub async fn log(&self) -> Vec<LogEntry> {
+        let answer = self
+            .issue_cmd(BrowserLog)
+            .await
+            .expect("reading the browser log (POST /session/{id}/se/log)");
+        let entries: Vec<LogEntry> = serde_json::from_value(answer)
+            .unwrap_or_else(|e| panic!("the browser log is a list of entries: {e}"));
+        let mut log = self.log.lock().unwrap();
+        log.extend(entries);
+        log.clone()
+    }
+
+    /// Forgets the log's entries so far.
+    pub async fn clear_log(&self) {
+        self.log().await;
+        self.log.lock().unwrap().clear();
     }
 
     /// Ends the WebDriver session (Chromium exits) and stops ChromeDriver.

@@ -79,8 +79,17 @@ pub async fn call(key: &str, method: &str, input: &Value) -> Result<Value, ApiEr
     send(key, method, input.to_string()).await
 }
 
-/// `fetch` of `POST /api/<method>`: the answer's status, status text and body. The
-/// browser's fetch directly (no HTTP crate in the .wasm).
+/// The request header that asks the server for errors with status 200 (docs/contracts.md,
+/// HTTP): the browser logs every answer of 400 and up as an error in its console, however the
+/// page handles it (a refused sign-in, a CONFIG_DRIFT the page explains).
+const ERRORS_IN_BODY: &str = "X-Better-Compute-Errors";
+
+/// The answer's header holding the real status of an error answered with 200.
+const ERROR_STATUS: &str = "X-Better-Compute-Status";
+
+/// `fetch` of `POST /api/<method>`: the answer's status (the real one of an error answered
+/// in the body), status text and body. The browser's fetch directly (no HTTP crate in the
+/// .wasm).
 async fn post(key: &str, method: &str, body: &str) -> Result<(u16, String, String), String> {
     let headers = web_sys::Headers::new().map_err(js_text)?;
     headers
@@ -89,6 +98,7 @@ async fn post(key: &str, method: &str, body: &str) -> Result<(u16, String, Strin
     headers
         .set("Content-Type", "application/json")
         .map_err(js_text)?;
+    headers.set(ERRORS_IN_BODY, "in-body").map_err(js_text)?;
     let init = web_sys::RequestInit::new();
     init.set_method("POST");
     init.set_headers(&headers);
@@ -104,7 +114,18 @@ async fn post(key: &str, method: &str, body: &str) -> Result<(u16, String, Strin
         .map_err(js_text)?
         .as_string()
         .unwrap_or_default();
-    Ok((response.status(), response.status_text(), text))
+    // An error answered with 200: its status is the header's, and the status text ("OK")
+    // is not its.
+    let real = response
+        .headers()
+        .get(ERROR_STATUS)
+        .ok()
+        .flatten()
+        .and_then(|s| s.trim().parse::<u16>().ok());
+    Ok(match real {
+        Some(status) => (status, String::new(), text),
+        None => (response.status(), response.status_text(), text),
+    })
 }
 
 /// What a JavaScript error says.
@@ -122,25 +143,31 @@ async fn send(key: &str, method: &str, body: String) -> Result<Value, ApiError> 
         .await
         .map_err(|e| ApiError::local("NETWORK", format!("the server did not answer: {e}")))?;
     let answer = serde_json::from_str::<Value>(&text);
-    if (200..300).contains(&status) {
+    let error = answer.as_ref().ok().and_then(envelope);
+    if (200..300).contains(&status) && error.is_none() {
         return answer.map_err(|e| {
             ApiError::local("BAD_ANSWER", format!("unexpected answer to {method}: {e}"))
         });
     }
-    let error = answer.ok().and_then(|body| {
-        let error = body.get("error")?;
-        Some(ApiError {
-            code: self::text(error, "code")?,
-            message: self::text(error, "message")?,
-            details: error.get("details").cloned().unwrap_or(Value::Null),
-        })
-    });
     Err(error.unwrap_or_else(|| {
+        let status = format!("{status} {status_text}");
         ApiError::local(
             "HTTP",
-            format!("{method} answered HTTP {status} {status_text}"),
+            format!("{method} answered HTTP {}", status.trim_end()),
         )
     }))
+}
+
+/// The error of an error envelope (`{"error": {code, message, details}}`, alone: a
+/// `fleet.status` has an `error` of its own, next to `tenantId`, without a code).
+pub fn envelope(body: &Value) -> Option<ApiError> {
+    let body = body.as_object().filter(|b| b.len() == 1)?;
+    let error = body.get("error")?;
+    Some(ApiError {
+        code: text(error, "code")?,
+        message: text(error, "message")?,
+        details: error.get("details").cloned().unwrap_or(Value::Null),
+    })
 }
 
 /// One tenant of `tenant.list`.
@@ -496,4 +523,34 @@ pub async fn fleet_events(key: &str, tenant: &str) -> Result<Vec<Event>, ApiErro
         .into_iter()
         .filter(|e| e.kind.starts_with("fleet."))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ApiError, envelope};
+    use serde_json::json;
+
+    /// An error answered with status 200 is the same error as one answered with its status;
+    /// a `fleet.status` whose last check failed (an `error` without a code, next to the
+    /// tenant) is no error.
+    #[test]
+    fn only_the_error_envelope_is_an_error() {
+        let body = json!({ "error": { "code": "CONFIG_DRIFT", "message": "the fleet moved",
+                                      "details": { "planHash": "abc" } } });
+        assert_eq!(
+            envelope(&body),
+            Some(ApiError {
+                code: "CONFIG_DRIFT".to_owned(),
+                message: "the fleet moved".to_owned(),
+                details: json!({ "planHash": "abc" }),
+            })
+        );
+        let status = json!({ "tenantId": "root", "error": { "message": "timeout", "at": 1 } });
+        assert_eq!(envelope(&status), None);
+        assert_eq!(
+            envelope(&json!({ "error": { "message": "no code" } })),
+            None
+        );
+        assert_eq!(envelope(&json!({ "applied": 1 })), None);
+    }
 }

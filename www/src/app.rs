@@ -104,9 +104,19 @@ fn SessionBar() -> impl IntoView {
     // The options as HTML (one element instead of a Leptos view per option).
     let options = move || {
         let current = console.tenant.get();
+        console.tenants.with(|t| {
+            let mut html = tenant_options_html(&current, t.value.as_deref().unwrap_or_default());
+            if t.value.is_none() && t.error.is_none() {
+                html.push_str("<option disabled>Loading tenants…</option>");
+            }
+            html
+        })
+    };
+    // Busy until the first list (or its error) arrives; a refresh keeps the list shown.
+    let busy = move || {
         console
             .tenants
-            .with(|t| tenant_options_html(&current, t.value.as_deref().unwrap_or_default()))
+            .with(|t| t.value.is_none() && t.error.is_none())
     };
     view! {
         <div class="session">
@@ -114,6 +124,7 @@ fn SessionBar() -> impl IntoView {
             <select
                 id="tenant"
                 inner_html=options
+                aria-busy=move || busy().to_string()
                 prop:value=move || console.tenant.get()
                 on:change=move |ev| console.choose_tenant(event_target_value(&ev))
             ></select>

@@ -739,8 +739,9 @@ fn ApplyPanel(
         let tenant = console.tenant.get_untracked();
         applying.with(|a| element.set_inner_html(&apply_message_html(a, planned, &tenant)));
         // The confirmation takes the focus. Otherwise, when the focused button went away
-        // (Apply now, Cancel, the disabled Apply while sending), the answer's button or the
-        // Apply button takes it, so the keyboard is not sent back to the page's top.
+        // (Apply now, Cancel, the disabled Apply while sending), the answer's button, the
+        // error (focusable for this: Apply is still disabled when this runs) or the Apply
+        // button takes it, so the keyboard is not sent back to the page's top.
         let confirming = matches!(applying.get_untracked(), Applying::Confirming);
         let lost = web_sys::window()
             .and_then(|w| w.document())
@@ -750,7 +751,7 @@ fn ApplyPanel(
             return;
         }
         let target = element
-            .query_selector("button")
+            .query_selector("button, #apply-error")
             .ok()
             .flatten()
             .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
@@ -823,7 +824,18 @@ fn ApplyPanel(
                     match id.as_deref() {
                         Some("confirm-apply") => send(),
                         Some("cancel-apply") => applying.set(Applying::Idle),
-                        Some("show-drift") => tab.set(Tab::Drift),
+                        Some("show-drift") => {
+                            tab.set(Tab::Drift);
+                            // The pressed button is in the panel being hidden: the drift
+                            // tab takes the focus, as after choosing it by the keyboard.
+                            if let Some(drift_tab) = web_sys::window()
+                                .and_then(|w| w.document())
+                                .and_then(|d| d.get_element_by_id("tab-drift"))
+                                .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                            {
+                                let _ = drift_tab.focus();
+                            }
+                        }
                         Some("refresh-replan") => {
                             applying.set(Applying::Idle);
                             console.refresh_export();
@@ -948,6 +960,8 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
                     ("id", "apply-error"),
                     ("class", "alert error"),
                     ("role", "alert"),
+                    // Takes the focus when the apply fails (not in the Tab order).
+                    ("tabindex", "-1"),
                 ],
             )
             .open("p", &[])
