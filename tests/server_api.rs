@@ -1027,10 +1027,34 @@ async fn errors_in_body_for_browsers(db: Db) {
         request.send()
     };
     for (method, path, key, status, code) in [
-        (reqwest::Method::POST, "/api/fleet.status", "bc_wrong", 401, "UNAUTHENTICATED"),
-        (reqwest::Method::PUT, "/api/fleet.status", fleet.key.as_str(), 405, "INVALID_INPUT"),
-        (reqwest::Method::POST, "/api/v1/fleet.status", fleet.key.as_str(), 404, "NOT_FOUND"),
-        (reqwest::Method::POST, "/api/pool.get", fleet.key.as_str(), 400, "INVALID_INPUT"),
+        (
+            reqwest::Method::POST,
+            "/api/fleet.status",
+            "bc_wrong",
+            401,
+            "UNAUTHENTICATED",
+        ),
+        (
+            reqwest::Method::PUT,
+            "/api/fleet.status",
+            fleet.key.as_str(),
+            405,
+            "INVALID_INPUT",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/fleet.status",
+            fleet.key.as_str(),
+            404,
+            "NOT_FOUND",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/pool.get",
+            fleet.key.as_str(),
+            400,
+            "INVALID_INPUT",
+        ),
     ] {
         let plain = send(method.clone(), path, key, false).await.unwrap();
         assert_eq!(plain.status(), status, "{method} {path}");

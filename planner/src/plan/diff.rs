@@ -222,7 +222,10 @@ impl<'a, T> Current<'a, T> {
     fn matching(&mut self, i: usize, name: &'a str) -> (&'a T, Option<&'a str>) {
         let earlier = *self.matched[i].get_or_insert(name);
         // The same item again is the same text: a pointer compare, not a string compare.
-        (&self.items[i], (!std::ptr::eq(earlier, name)).then_some(earlier))
+        (
+            &self.items[i],
+            (!std::ptr::eq(earlier, name)).then_some(earlier),
+        )
     }
 
     /// The items no document item matched (asked once, after every match).
