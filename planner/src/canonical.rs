@@ -176,13 +176,24 @@ fn write_f64(out: &mut String, f: f64) {
         out.push_str("null");
         return;
     }
-    // Rust's `{:e}` gives the shortest round-trip digits and the decimal exponent.
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
-    let exp: i32 = exp.parse().expect("exponent is an integer");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    // The shortest round-trip digits, from ryu: when two are equally short and equally close
+    // (0.75772857666015625 lies halfway between ...562 and ...563), it takes the even one, as
+    // ECMAScript does; Rust's `{:e}` rounds such a tie up, and the planHash would differ from
+    // every other JCS implementation's.
+    let mut buffer = ryu::Buffer::new();
+    let text = buffer.format_finite(f.abs());
+    let (mantissa, exp) = text.split_once('e').unwrap_or((text, "0"));
+    let exp: i32 = exp.parse().expect("ryu writes an integer exponent");
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // The value is 0.DIGITS x 10^n: the digits without leading and trailing zeros.
+    let all = int.bytes().chain(frac.bytes());
+    let lead = all.clone().take_while(|&b| b == b'0').count();
+    let mut digits: String = all.skip(lead).map(char::from).collect();
+    while digits.ends_with('0') {
+        digits.pop();
+    }
     let k = digits.len() as i32;
-    let n = exp + 1;
+    let n = int.len() as i32 - lead as i32 + exp;
     if f < 0.0 {
         out.push('-');
     }
@@ -285,6 +296,12 @@ mod tests {
             "[0,0,1,1e+21,100000000000000000000,0.000001,1e-7,333333333.3333333,1e+30,4.5,-1.5e-10]",
         );
         check("9007199254740993", "9007199254740992");
+        // Ties between two shortest forms go to the even one, as in ECMAScript (V8 and the
+        // `canonicalize` package print these so).
+        check(
+            "[0.75772857666015625, 1125899906842624.25, 0.5000076293945312, 5e-324, 1.7976931348623157e308, 123.0, 0.1, 1e-6, 1.5e-7]",
+            "[0.7577285766601562,1125899906842624.2,0.5000076293945312,5e-324,1.7976931348623157e+308,123,0.1,0.000001,1.5e-7]",
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub use diff::PRUNE_REASON;
 
 /// How to plan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanOptions {
     /// Delete what the listed kinds leave out (sites excepted: that is blocked).
     #[serde(default)]

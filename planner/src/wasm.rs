@@ -124,27 +124,49 @@ fn planned(
     let document = crate::validate(&bytes).map_err(invalid_input)?;
     let export = read_export(exported)?;
     let options: PlanOptions = match options {
-        Some(options) if !options.is_null() => JSON::stringify(&options)
-            .ok()
-            .and_then(|text| serde_json::from_str(&String::from(text)).ok())
-            .ok_or_else(|| JsError::new("options: expected {prune?: boolean}"))?,
+        Some(options) if !options.is_null() && !options.is_undefined() => {
+            let refused = |why: String| {
+                JsError::new(&format!("options: {why}; expected {{prune?: boolean}}"))
+            };
+            if !options.is_object() || js_sys::Array::is_array(&options) {
+                return Err(refused("not an object".to_owned()).into());
+            }
+            let text = stringify(&options)
+                .ok_or_else(|| refused("cannot be written as JSON".to_owned()))?;
+            // PlanOptions refuses unknown fields: `{Prune: true}` must not plan without prune.
+            serde_json::from_slice(&text).map_err(|e| refused(e.to_string()))?
+        }
         _ => PlanOptions::default(),
     };
     Ok(crate::plan(&document, &export, options))
 }
 
-/// The planHash of a JSON value given as text: lowercase hex SHA-256 of its RFC 8785 form.
+/// The planHash of a JSON value (text, UTF-8 bytes or a plain value): lowercase hex SHA-256
+/// of its RFC 8785 form.
 #[wasm_bindgen(js_name = canonicalHash)]
-pub fn canonical_hash(json: &str) -> Result<String, JsError> {
-    let value: serde_json::Value = serde_json::from_str(json)?;
-    Ok(crate::PlanHash::of(&value).0)
+pub fn canonical_hash(
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<unknown>")] json: JsValue,
+) -> Result<String, JsError> {
+    Ok(crate::PlanHash::of(&json_value(json)?).0)
 }
 
-/// The RFC 8785 (JCS) canonical form of a JSON value given as text.
+/// The RFC 8785 (JCS) canonical form of a JSON value (text, UTF-8 bytes or a plain value).
 #[wasm_bindgen(js_name = canonicalJson)]
-pub fn canonical_json(json: &str) -> Result<String, JsError> {
-    let value: serde_json::Value = serde_json::from_str(json)?;
-    Ok(crate::canonicalize(&value))
+pub fn canonical_json(
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<unknown>")] json: JsValue,
+) -> Result<String, JsError> {
+    Ok(crate::canonicalize(&json_value(json)?))
+}
+
+/// A JSON value given as text or bytes, or a JS value written out by `JSON.stringify`.
+fn json_value(json: JsValue) -> Result<serde_json::Value, JsError> {
+    let bytes = if json.as_string().is_some() || json.is_object() {
+        json_bytes(json, "the JSON")?
+    } else {
+        // A number, a boolean or null is JSON as it is.
+        stringify(&json).ok_or_else(|| JsError::new("the JSON cannot be written as JSON"))?
+    };
+    Ok(serde_json::from_slice(&bytes)?)
 }
 
 /// The JSON Schema (draft 7) of a document, for editors and JS validators.
@@ -163,6 +185,16 @@ struct Validated<'a> {
 }
 
 /// The JSON bytes of a string, a `Uint8Array` or a plain object.
+/// `JSON.stringify(value)` as UTF-8 bytes; `None` when it throws (a cycle, a BigInt) or
+/// answers `undefined` (a function, a `toJSON` answering nothing).
+fn stringify(value: &JsValue) -> Option<Vec<u8>> {
+    let text = JSON::stringify(value).ok()?;
+    text.as_string().map(String::into_bytes)
+}
+
+/// A document or export given as text, UTF-8 bytes (a `Uint8Array` or an `ArrayBuffer`) or an
+/// object, as bytes. Other values (numbers, other typed arrays, `null`) are refused: they are no
+/// JSON document, and reading them as objects would only give confusing problems.
 fn json_bytes(value: JsValue, what: &str) -> Result<Vec<u8>, JsError> {
     if let Some(text) = value.as_string() {
         return Ok(text.into_bytes());
@@ -170,33 +202,29 @@ fn json_bytes(value: JsValue, what: &str) -> Result<Vec<u8>, JsError> {
     if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
         return Ok(bytes.to_vec());
     }
-    if value.is_object() {
+    if value.is_instance_of::<js_sys::ArrayBuffer>() {
+        return Ok(Uint8Array::new(&value).to_vec());
+    }
+    if value.is_object() && !js_sys::ArrayBuffer::is_view(&value) {
         // The validator reads bytes (it must see duplicate keys in text); an object has none,
         // and `JSON.stringify` keeps its key order, so problems come in document order.
-        let text = JSON::stringify(&value)
-            .map_err(|_| JsError::new(&format!("{what} cannot be written as JSON")))?;
-        return Ok(String::from(text).into_bytes());
+        return stringify(&value)
+            .ok_or_else(|| JsError::new(&format!("{what} cannot be written as JSON")));
     }
     Err(JsError::new(&format!(
-        "{what} must be JSON text, a Uint8Array of JSON or an object"
+        "{what} must be JSON text, UTF-8 bytes (a Uint8Array) or an object"
     )))
 }
 
 fn read_export(value: JsValue) -> Result<Export, JsError> {
-    let parsed = if let Some(text) = value.as_string() {
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    } else if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
-        Export::from_json(&bytes.to_vec()).map_err(|e| e.to_string())
-    } else if value.is_object() {
-        // `JSON.stringify` (native) and one read of the text beat visiting the object field by
-        // field across the boundary: about 2 x on the maximal export.
-        JSON::stringify(&value)
-            .map_err(|_| "cannot be written as JSON".to_owned())
-            .and_then(|text| serde_json::from_str(&String::from(text)).map_err(|e| e.to_string()))
-    } else {
-        Err("must be JSON text, a Uint8Array of JSON or an object".to_owned())
-    };
-    parsed.map_err(|e| JsError::new(&format!("the export: {e}")))
+    let bytes = json_bytes(value, "the export")?;
+    // serde reads a struct from a list too (`["root", ...]`): an export is an object.
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return Err(JsError::new(
+            "the export must be a JSON object (what fleet.export answers)",
+        ));
+    }
+    Export::from_json(&bytes).map_err(|e| JsError::new(&format!("the export: {e}")))
 }
 
 /// `JSON.parse` of the serialization: one native call instead of one per field.

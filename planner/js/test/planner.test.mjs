@@ -91,7 +91,7 @@ test('plan throws INVALID_INPUT with every problem for a document that does not 
       return true;
     },
   );
-  assert.throws(() => planner.validate(42), /must be JSON text, a Uint8Array of JSON or an object/);
+  assert.throws(() => planner.validate(42), /must be JSON text, UTF-8 bytes \(a Uint8Array\) or an object/);
 });
 
 test('canonical JSON agrees with the canonicalize package on hard values', () => {
@@ -100,6 +100,8 @@ test('canonical JSON agrees with the canonicalize package on hard values', () =>
     { '\u20ac': 1, '\r': 2, '\ufb33': 3, 1: 4, '\ud83d\ude00': 5, '\u0080': 6, '\u00f6': 7 },
     { b: [true, false, null], a: { z: '', y: '\u000f\n"\\/' }, 'é': 'snow\u2603man' },
     { numbers: [0.1, 0.2, 0.30000000000000004, 123456789012345680000, 1.7976931348623157e308] },
+    // Halfway between two shortest forms: ECMAScript takes the even one.
+    [0.75772857666015625, 1125899906842624.25, 0.5000076293945312, 2 ** -17 * 99311],
     [],
     {},
   ];
@@ -108,6 +110,40 @@ test('canonical JSON agrees with the canonicalize package on hard values', () =>
     assert.equal(planner.canonicalJson(text), canonicalize(value), text);
     assert.equal(planner.canonicalHash(text), sha256(canonicalize(value)), text);
   }
+});
+
+test('arguments that are no JSON of the right shape are refused with a message, never a trap', () => {
+  const dir = join(goldenDir, planCases[0]);
+  const doc = JSON.parse(read(dir, 'document.json'));
+  const exported = JSON.parse(read(dir, 'export.json'));
+  const refused = (run, pattern) => {
+    let thrown;
+    try {
+      run();
+    } catch (err) {
+      thrown = err;
+    }
+    assert.ok(thrown instanceof Error, `expected an Error, got ${thrown}`);
+    assert.doesNotMatch(String(thrown), /RuntimeError|unreachable|unwrap|memory access/);
+    assert.match(thrown.message, pattern);
+  };
+  refused(() => planner.validate({ toJSON: () => undefined }), /the document cannot be written as JSON/);
+  refused(() => planner.validate(42), /must be JSON text, UTF-8 bytes/);
+  refused(() => planner.validate(new Int8Array(2)), /must be JSON text, UTF-8 bytes/);
+  refused(() => planner.plan(doc, ['root', 'usr_ops', { version: 1 }]), /the export must be a JSON object/);
+  refused(() => planner.plan(doc, exported, { Prune: true }), /options: unknown field `Prune`/);
+  refused(() => planner.plan(doc, exported, [true]), /options: not an object/);
+  refused(() => planner.plan(doc, exported, () => 1), /options/);
+  for (const bad of [undefined, Symbol('x'), () => 1, new Int8Array(1)]) {
+    refused(() => planner.canonicalJson(bad), /the JSON/);
+  }
+  refused(() => planner.canonicalJson('{'), /EOF/);
+  // Bytes as an ArrayBuffer are bytes; values JSON.stringify writes are JSON.
+  const bytes = new TextEncoder().encode(JSON.stringify(doc));
+  assert.deepEqual(planner.validate(bytes.buffer), planner.validate(bytes));
+  assert.equal(planner.canonicalJson({ b: 1, a: [2, null] }), '{"a":[2,null],"b":1}');
+  assert.equal(planner.canonicalJson(0.75772857666015625), '0.7577285766601562');
+  assert.equal(planner.canonicalHash(exported.config), planner.canonicalHash(JSON.stringify(exported.config)));
 });
 
 test('the generated JSON Schema is the committed one, and agrees with the validator', () => {
@@ -178,5 +214,8 @@ test('plan refuses options that are not {prune?: boolean}', () => {
   const dir = join(goldenDir, planCases[0]);
   const doc = read(dir, 'document.json').toString('utf8');
   const exported = read(dir, 'export.json').toString('utf8');
-  assert.throws(() => planner.plan(doc, exported, { prune: 'yes' }), /options: expected \{prune\?: boolean\}/);
+  assert.throws(
+    () => planner.plan(doc, exported, { prune: 'yes' }),
+    /options: invalid type: string "yes", expected a boolean.*; expected \{prune\?: boolean\}/,
+  );
 });
