@@ -196,8 +196,15 @@ fn stringify(value: &JsValue) -> Option<Vec<u8>> {
 /// object, as bytes. Other values (numbers, other typed arrays, `null`) are refused: they are no
 /// JSON document, and reading them as objects would only give confusing problems.
 fn json_bytes(value: JsValue, what: &str) -> Result<Vec<u8>, JsError> {
-    if let Some(text) = value.as_string() {
-        return Ok(text.into_bytes());
+    if let Some(text) = value.dyn_ref::<js_sys::JsString>() {
+        // The glue would replace an unpaired surrogate with U+FFFD unseen, and the document
+        // would plan as something its author did not write (as an object, it fails to read).
+        if !text.is_valid_utf16() {
+            return Err(JsError::new(&format!(
+                "{what} holds an unpaired UTF-16 surrogate, which is not Unicode text"
+            )));
+        }
+        return Ok(String::from(text).into_bytes());
     }
     if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
         return Ok(bytes.to_vec());

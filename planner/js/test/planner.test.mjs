@@ -138,6 +138,10 @@ test('arguments that are no JSON of the right shape are refused with a message, 
     refused(() => planner.canonicalJson(bad), /the JSON/);
   }
   refused(() => planner.canonicalJson('{'), /EOF/);
+  // An unpaired surrogate is no Unicode: refused as text, as it is as an object (whose JSON
+  // escapes it), never quietly replaced.
+  refused(() => planner.validate('{"version": 1, "sites": [{"name": "x", "region": "eu\ud800"}]}'), /unpaired UTF-16 surrogate/);
+  assert.equal(planner.validate({ version: 1, sites: [{ name: 'x', kind: 'shared', region: 'eu\ud800' }] }).ok, false);
   // Bytes as an ArrayBuffer are bytes; values JSON.stringify writes are JSON.
   const bytes = new TextEncoder().encode(JSON.stringify(doc));
   assert.deepEqual(planner.validate(bytes.buffer), planner.validate(bytes));
