@@ -157,9 +157,10 @@ pub struct ObjectRef {
     pub revision: u64,
     /// Another tenant's object that uses this one (a sandbox template on a pool offered to
     /// it, with one of its flavors): deleting or archiving this one is refused while that
-    /// stays, and the document cannot say so. The first such user by tenant and name.
+    /// stays, and the document cannot say so. The first such user by tenant and name. Boxed:
+    /// an export holds thousands of objects, and almost none has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub used_by: Option<ExternalUser>,
+    pub used_by: Option<Box<ExternalUser>>,
 }
 
 /// An object of another tenant that uses one of the exported tenant's.

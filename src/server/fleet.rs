@@ -767,7 +767,7 @@ pub async fn build_export(
                 _ => o.id.as_ref(),
             };
             if let Some(user) = key.and_then(|key| users.get(key)) {
-                o.used_by = Some(user.clone());
+                o.used_by = Some(Box::new(user.clone()));
             }
         }
     }

@@ -399,11 +399,11 @@ fn object_ref(v: &Value) -> Option<planner::export::ObjectRef> {
         id: text(v, "id"),
         revision: v.get("revision")?.as_u64()?,
         used_by: v.get("usedBy").and_then(|u| {
-            Some(planner::export::ExternalUser {
+            Some(Box::new(planner::export::ExternalUser {
                 tenant_id: text(u, "tenantId")?,
                 kind: kind(u)?,
                 name: text(u, "name")?,
-            })
+            }))
         }),
     })
 }

@@ -884,7 +884,7 @@ fn prune_keeps_what_another_tenant_uses() {
     };
     for o in &mut ex.objects {
         if ["vps-fra/g1.small", "vps-fra", "vps-fra -> acme"].contains(&o.name.as_str()) {
-            o.used_by = Some(user.clone());
+            o.used_by = Some(Box::new(user.clone()));
         }
     }
     // The offer that lets acme use the pool stays too.
