@@ -1095,15 +1095,11 @@ async fn a_failed_apply_shows_its_error_and_holds_the_focus() {
     browser.close().await;
 }
 
-/// A document too long for the editor (over 256 KiB) is held outside it: the page says so,
-/// plans it (the planHash equals the server's), and "Edit here" puts it in the editor, which
-/// takes the focus.
-#[tokio::test]
-async fn a_long_document_is_planned_outside_the_editor() {
-    let (server, admin, keys) = demo_server("console-long-key");
-    // A thousand sites, pools and flavors: about 400 KB written out.
+/// A thousand sites (in `region`), pools and flavors: about 400 KB written out, more than the
+/// editor holds (256 KiB).
+fn long_document(region: &str) -> Value {
     let sites: Vec<Value> = (0..1000)
-        .map(|i| json!({ "name": format!("long-site-{i:04}"), "kind": "shared", "region": "eu-central" }))
+        .map(|i| json!({ "name": format!("long-site-{i:04}"), "kind": "shared", "region": region }))
         .collect();
     let pools: Vec<Value> = (0..1000)
         .map(|i| json!({ "name": format!("long-pool-{i:04}"), "site": format!("long-site-{i:04}"), "class": "vps-host" }))
@@ -1111,18 +1107,17 @@ async fn a_long_document_is_planned_outside_the_editor() {
     let flavors: Vec<Value> = (0..1000)
         .map(|i| json!({ "pool": format!("long-pool-{i:04}"), "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }))
         .collect();
-    let document = json!({ "version": 1, "sites": sites, "pools": pools, "flavors": flavors });
-    let text = serde_json::to_string_pretty(&document).unwrap();
-    assert!(text.len() > 256 * 1024, "{} bytes", text.len());
-    let upload = keys.path().join("long-fleet.json");
-    std::fs::write(&upload, &text).unwrap();
+    json!({ "version": 1, "sites": sites, "pools": pools, "flavors": flavors })
+}
 
+/// A browser signed in as `admin` on the plan view, with `file` chosen in its file picker.
+async fn upload_in_plan_view(server: &Server, admin: &str, file: &std::path::Path) -> Browser {
     let browser = Browser::start().await;
     browser.goto(&server.url("/")).await.unwrap();
     watch_console(&browser).await;
     wait_for(&browser, "#api-key")
         .await
-        .send_keys(&admin)
+        .send_keys(admin)
         .await
         .unwrap();
     click(&browser, "#sign-in").await;
@@ -1130,9 +1125,25 @@ async fn a_long_document_is_planned_outside_the_editor() {
     wait_for(&browser, "#export-info").await;
     wait_for(&browser, "#document-file")
         .await
-        .send_keys(upload.to_str().unwrap())
+        .send_keys(file.to_str().unwrap())
         .await
         .unwrap();
+    browser
+}
+
+/// A document too long for the editor (over 256 KiB) is held outside it: the page says so,
+/// plans it (the planHash equals the server's), and "Edit here" puts it in the editor, which
+/// takes the focus.
+#[tokio::test]
+async fn a_long_document_is_planned_outside_the_editor() {
+    let (server, admin, keys) = demo_server("console-long-key");
+    let document = long_document("eu-central");
+    let text = serde_json::to_string_pretty(&document).unwrap();
+    assert!(text.len() > 256 * 1024, "{} bytes", text.len());
+    let upload = keys.path().join("long-fleet.json");
+    std::fs::write(&upload, &text).unwrap();
+
+    let browser = upload_in_plan_view(&server, &admin, &upload).await;
     let held = wait_text(&browser, "#held", |t| t.contains("long-fleet.json")).await;
     assert!(held.contains("validated and planned as it is"), "{held}");
     let lines = text.lines().count();
@@ -1219,17 +1230,8 @@ async fn a_problem_in_a_held_document_is_shown_in_the_editor() {
     let (server, admin, keys) = demo_server("console-held-problem-key");
     // Regions with characters of two and four bytes (one and two UTF-16 units) before the
     // mistake, in the last flavor.
-    let sites: Vec<Value> = (0..1000)
-        .map(|i| json!({ "name": format!("long-site-{i:04}"), "kind": "shared", "region": "Zürich 🏔" }))
-        .collect();
-    let pools: Vec<Value> = (0..1000)
-        .map(|i| json!({ "name": format!("long-pool-{i:04}"), "site": format!("long-site-{i:04}"), "class": "vps-host" }))
-        .collect();
-    let mut flavors: Vec<Value> = (0..1000)
-        .map(|i| json!({ "pool": format!("long-pool-{i:04}"), "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }))
-        .collect();
-    flavors[999]["vcpu"] = json!(0);
-    let document = json!({ "version": 1, "sites": sites, "pools": pools, "flavors": flavors });
+    let mut document = long_document("Zürich 🏔");
+    document["flavors"][999]["vcpu"] = json!(0);
     let text = serde_json::to_string_pretty(&document).unwrap();
     assert!(text.len() > 256 * 1024, "{} bytes", text.len());
     let value_at = text.rfind("\"vcpu\": 0").unwrap() + "\"vcpu\": ".len();
@@ -1237,21 +1239,7 @@ async fn a_problem_in_a_held_document_is_shown_in_the_editor() {
     let upload = keys.path().join("long-fleet-with-a-mistake.json");
     std::fs::write(&upload, &text).unwrap();
 
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    wait_for(&browser, "#api-key")
-        .await
-        .send_keys(&admin)
-        .await
-        .unwrap();
-    click(&browser, "#sign-in").await;
-    click(&browser, "#tab-plan").await;
-    wait_for(&browser, "#document-file")
-        .await
-        .send_keys(upload.to_str().unwrap())
-        .await
-        .unwrap();
+    let browser = upload_in_plan_view(&server, &admin, &upload).await;
     wait_text(&browser, "#held", |t| {
         t.contains("long-fleet-with-a-mistake.json")
     })
