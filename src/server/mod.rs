@@ -9,6 +9,13 @@
 //! - [`fleet`]: `fleet.export|plan|apply|status`, on the planner crate.
 //! - [`api`]: the dispatch table, the HTTP handler and the generated OpenAPI document.
 //! - [`demo`]: `--demo`'s seed.
+//! - [`drift`]: the `fleet.drift` reconciler's check of one tenant, `fleet.check`, the drift
+//!   state and its events.
+//! - [`reconciler`]: the reconcilers' queue (keys, due times, leases shared by processes).
+//! - [`events`]: the event outbox and `event.list`.
+//! - [`webhooks`]: webhook subscriptions and their Standard Webhooks deliveries.
+//! - [`ratelimit`]: the per-key request limit.
+//! - [`numbers`]: JSON Schema's integers (an integral float is an integer) for inputs.
 
 pub mod api;
 pub mod db;
