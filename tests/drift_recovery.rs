@@ -276,10 +276,11 @@ both!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_keeps_failing_is_disabled() {
     let receiver = Receiver::start().await;
+    // Failing for 3 seconds is "long enough" here (three days by default).
     let fleet = Fleet::start_env(
         Db::Sqlite,
         FAST,
-        &[("BETTER_COMPUTE_WEBHOOK_DISABLE_AFTER", "3")],
+        &[("BETTER_COMPUTE_WEBHOOK_GIVE_UP_SECONDS", "3")],
     )
     .await;
     let hook = fleet
@@ -300,7 +301,11 @@ async fn an_endpoint_that_keeps_failing_is_disabled() {
         (w["enabled"] == false).then_some(w)
     })
     .await;
-    assert_eq!(disabled["disabledReason"], "3 failed attempts in a row");
+    let reason = disabled["disabledReason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("every attempt failed for 3 second(s)"),
+        "{reason}"
+    );
     let d = deliveries(&fleet, &id).await;
     assert_eq!(d.len(), 1);
     assert_eq!(d[0]["status"], "failed");
@@ -310,10 +315,11 @@ async fn an_endpoint_that_keeps_failing_is_disabled() {
         .iter()
         .map(|a| &a["status"])
         .collect();
-    assert_eq!(statuses, [&json!(500), &json!(500), &json!(500)]);
+    assert!(statuses.len() >= 2, "{statuses:?}");
+    assert!(statuses.iter().all(|s| **s == json!(500)), "{statuses:?}");
     // Retries kept the webhook-id.
     let got = receiver.got("fail");
-    assert_eq!(got.len(), 3);
+    assert_eq!(got.len(), statuses.len());
     assert!(
         got.iter()
             .all(|r| r.header("webhook-id") == got[0].header("webhook-id"))
@@ -489,3 +495,47 @@ both!(
     old_events_are_deleted_with_their_deliveries,
     old_events_are_deleted_with_their_deliveries
 );
+
+/// A receiver that is down for a while loses nothing, however many attempts fail meanwhile:
+/// a dozen events failing for 20 seconds make over 50 failed attempts (which once disabled the
+/// endpoint, dropping them all), and every one is delivered once the receiver is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_is_down_for_a_while_loses_nothing() {
+    let port = common::free_port();
+    let fleet = Fleet::start(Db::Sqlite, FAST).await;
+    let hook = fleet
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": format!("http://127.0.0.1:{port}/ok"), "events": ["*"] }),
+        )
+        .await;
+    let id = hook["id"].as_str().unwrap().to_string();
+    apply(&fleet, "root", &document(0.1)).await;
+    // Twelve distinct drifts, one after another, while nothing listens on the port.
+    for i in 0..12 {
+        edit_pool(&fleet, "root", 0.2 + f64::from(i) * 0.05).await;
+        fleet.ok("fleet.check", json!({ "tenantId": "root" })).await;
+    }
+    let events = until("twelve drifts recorded", || async {
+        let types = event_types(&fleet, "root").await;
+        (types.len() >= 12).then_some(types)
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    let failed: u64 = deliveries(&fleet, &id)
+        .await
+        .iter()
+        .map(|d| d["attempts"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(failed > 50, "{failed} failed attempts");
+    let receiver = Receiver::start_on(port).await;
+    let got = receiver.wait_for("ok", events.len()).await;
+    let mut ids: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), events.len(), "every event, once");
+    let list = fleet
+        .ok("webhook.list", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(list["items"][0]["enabled"], true, "{list}");
+}

@@ -39,23 +39,28 @@ pub const REDELIVER: &str = "events:webhook:redeliver";
 /// Permission of `webhook.rotateSecret`.
 pub const UPDATE: &str = "events:webhook:update";
 
-/// A delivery gives up after this many attempts (about 2.5 hours with the backoff).
-pub const MAX_ATTEMPTS: u32 = 15;
+/// The reconciler's own limit of attempts for one delivery key: a delivery gives up by age
+/// ([`give_up_after`]); this only stops a run that keeps failing before it even attempts.
+pub const MAX_ATTEMPTS: u32 = 1000;
 /// How long a rotated-out secret keeps signing beside the new one.
 pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
 /// How long one attempt may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Failed attempts in a row (over all of an endpoint's deliveries) that disable it: 50, or
-/// `BETTER_COMPUTE_WEBHOOK_DISABLE_AFTER`.
-pub fn disable_after() -> i64 {
+/// How long a receiver may be down before anything is given up, in milliseconds: a delivery
+/// is retried (backoff capped at 30 minutes) until it is this old, and an endpoint whose
+/// attempts have all failed for this long is disabled. Three days, or
+/// `BETTER_COMPUTE_WEBHOOK_GIVE_UP_SECONDS`: an outage shorter than that loses nothing (a count
+/// of failures would be reached in a minute by a few queued events).
+pub fn give_up_after() -> i64 {
     static VALUE: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
     *VALUE.get_or_init(|| {
-        std::env::var("BETTER_COMPUTE_WEBHOOK_DISABLE_AFTER")
+        std::env::var("BETTER_COMPUTE_WEBHOOK_GIVE_UP_SECONDS")
             .ok()
-            .and_then(|v| v.parse().ok())
+            .and_then(|v| v.parse::<i64>().ok())
             .filter(|n| *n > 0)
-            .unwrap_or(50)
+            .unwrap_or(3 * 24 * 3600)
+            .saturating_mul(1000)
     })
 }
 
@@ -351,9 +356,9 @@ impl Reconciler for Deliver {
         Backoff {
             base: Duration::from_secs(1),
             max: Duration::from_secs(1800),
-            // The delivery itself gives up at MAX_ATTEMPTS; this only stops a run that keeps
-            // panicking or failing before an attempt.
-            max_attempts: Some(MAX_ATTEMPTS * 3),
+            // The delivery itself gives up by age (give_up_after); this only stops a run that
+            // keeps panicking or failing before an attempt.
+            max_attempts: Some(MAX_ATTEMPTS),
         }
     }
 }
@@ -368,7 +373,7 @@ enum Verdict {
 async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::Error> {
     let mut conn = state.db.pool.acquire().await?;
     let Some(d) = sqlx::query(
-        "SELECT status, attempts, webhook_id, event_id FROM webhook_deliveries WHERE id = $1",
+        "SELECT status, attempts, webhook_id, event_id, created_at FROM webhook_deliveries WHERE id = $1",
     )
     .bind(delivery_id)
     .fetch_optional(&mut *conn)
@@ -380,6 +385,7 @@ async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::E
     let attempts: i64 = d.try_get(1)?;
     let webhook_id: String = d.try_get(2)?;
     let event_id: String = d.try_get(3)?;
+    let created_at: i64 = d.try_get(4)?;
     if status != "pending" {
         return Ok(Outcome::Done);
     }
@@ -461,20 +467,31 @@ async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::E
             ("failed", Outcome::Done)
         }
         Verdict::Failed => {
-            let failures: i64 = sqlx::query(
-                "UPDATE webhooks SET failures = failures + 1 WHERE id = $1 RETURNING failures",
+            sqlx::query("UPDATE webhooks SET failures = failures + 1 WHERE id = $1")
+                .bind(&webhook_id)
+                .execute(&mut *tx)
+                .await?;
+            // Failing since: the first failed attempt after the endpoint's last success.
+            let since: Option<i64> = sqlx::query(
+                "SELECT MIN(at) FROM webhook_attempts WHERE webhook_id = $1 \
+                 AND (status IS NULL OR status < 200 OR status >= 300) \
+                 AND at > COALESCE((SELECT MAX(at) FROM webhook_attempts WHERE webhook_id = $1 \
+                 AND status >= 200 AND status < 300), -1)",
             )
             .bind(&webhook_id)
-            .fetch_optional(&mut *tx)
+            .fetch_one(&mut *tx)
             .await?
-            .map(|r| r.try_get(0))
-            .transpose()?
-            .unwrap_or(0);
-            if failures >= disable_after() {
-                let reason = format!("{failures} failed attempts in a row");
+            .try_get(0)?;
+            let give_up = give_up_after();
+            if since.is_some_and(|since| now - since >= give_up) {
+                let reason = format!(
+                    "every attempt failed for {} (since {})",
+                    span(give_up),
+                    since.unwrap_or(now)
+                );
                 disable(&mut tx, &webhook_id, &reason, now).await?;
                 ("failed", Outcome::Done)
-            } else if attempt >= i64::from(MAX_ATTEMPTS) {
+            } else if now - created_at >= give_up {
                 ("failed", Outcome::Done)
             } else {
                 let e = error.clone().unwrap_or_default();
@@ -496,6 +513,16 @@ async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::E
     .await?;
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// A span of milliseconds in words: `3 days`, `90 seconds`.
+fn span(ms: i64) -> String {
+    let seconds = ms / 1000;
+    match seconds {
+        s if s % 86_400 == 0 => format!("{} day(s)", s / 86_400),
+        s if s % 3600 == 0 => format!("{} hour(s)", s / 3600),
+        s => format!("{s} second(s)"),
+    }
 }
 
 async fn disable(
