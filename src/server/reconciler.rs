@@ -6,7 +6,8 @@
 //! work; on PostgreSQL the claim takes its rows with `FOR UPDATE SKIP LOCKED`, so several
 //! server processes share the keys without ever taking the same one; on SQLite the one process
 //! claims in one write transaction. A key whose lease runs out (its process died mid-key) is
-//! claimable again. A key is never worked twice at once: a claim needs no live lease.
+//! claimable again. A key is never worked twice at once by live workers: a claim needs no live
+//! lease (a worker paused past its lease may overlap the next one; docs/drift.md).
 //!
 //! A run ends in an [`Outcome`]: done (the row goes), requeue after a delay, retry after an
 //! error (exponential backoff with a jitter derived from the key and attempt, so it spreads
