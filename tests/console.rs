@@ -728,6 +728,38 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         }
     }
     screenshots(&browser, "09-drift-cleared").await;
+    if has_check {
+        // A check made elsewhere (the reconciler, the CLI, the API) after a hand edit: Refresh
+        // shows its drift, not only its events.
+        let now = ok(
+            &server,
+            &admin,
+            "fleet.export",
+            json!({ "tenantId": "root" }),
+        )
+        .await;
+        let pool = pool_ref(&now, "vps-fra");
+        ok(
+            &server,
+            &admin,
+            "pool.update",
+            json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
+                    "policy": { "disruptionBudget": 0.7 } }),
+        )
+        .await;
+        ok(
+            &server,
+            &admin,
+            "fleet.check",
+            json!({ "tenantId": "root" }),
+        )
+        .await;
+        assert!(browser.find(Locator::Css("#drift-changes")).await.is_err());
+        click(&browser, "#refresh-events").await;
+        let drift = wait_text(&browser, "#drift-changes", |t| t.contains("vps-fra")).await;
+        assert!(drift.contains("policy"), "{drift}");
+        expect_focus(&browser, "refresh-events").await;
+    }
 
     // Another tenant that never applied says so.
     browser

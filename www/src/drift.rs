@@ -252,10 +252,14 @@ fn Timeline() -> impl IntoView {
                         id="refresh-events"
                         type="button"
                         class="secondary"
+                        // The status too: the reconciler (or anyone) may have checked since the
+                        // page read it, and new events with an old status would disagree.
+                        aria-label="Refresh the drift and its events"
                         aria-disabled=move || console.events.with(|e| e.loading).to_string()
                         on:click=move |_| {
                             if !console.events.with_untracked(|e| e.loading) {
-                                console.refresh_events()
+                                console.refresh_events();
+                                console.refresh_status();
                             }
                         }
                     >
