@@ -299,6 +299,21 @@ fn pool_ref<'a>(export: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no pool {name} in {export}"))
 }
 
+/// A hand edit through the API, as an operator makes one outside FleetConfig: `vps-fra`'s
+/// disruption budget set to `budget`, at the pool's current revision.
+async fn hand_edit_policy(server: &Server, admin: &str, budget: f64) {
+    let now = ok(server, admin, "fleet.export", json!({ "tenantId": "root" })).await;
+    let pool = pool_ref(&now, "vps-fra");
+    ok(
+        server,
+        admin,
+        "pool.update",
+        json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
+                "policy": { "disruptionBudget": budget } }),
+    )
+    .await;
+}
+
 /// A `--demo` server with the console, and its admin key (the folder holding the key file
 /// lives as long as the returned guard).
 fn demo_server(name: &str) -> (Server, String, TempDir) {
@@ -339,15 +354,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         json!({ "tenantId": "root", "config": baseline, "prune": false }),
     )
     .await;
-    let pool = pool_ref(&export, "vps-fra");
-    ok(
-        &server,
-        &admin,
-        "pool.update",
-        json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
-                "policy": { "disruptionBudget": 0.35 } }),
-    )
-    .await;
+    hand_edit_policy(&server, &admin, 0.35).await;
     let (status, _) = call(
         &server,
         &admin,
@@ -621,22 +628,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     screenshots(&browser, "05-plan").await;
 
     // The fleet moves after the export: the reviewed plan is stale, and the page says so.
-    let now = ok(
-        &server,
-        &admin,
-        "fleet.export",
-        json!({ "tenantId": "root" }),
-    )
-    .await;
-    let pool = pool_ref(&now, "vps-fra");
-    ok(
-        &server,
-        &admin,
-        "pool.update",
-        json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
-                "policy": { "disruptionBudget": 0.5 } }),
-    )
-    .await;
+    hand_edit_policy(&server, &admin, 0.5).await;
     // The confirmation takes the focus; Escape cancels it and gives the focus back to Apply.
     click(&browser, "#apply").await;
     wait_for(&browser, "#confirm").await;
@@ -731,22 +723,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     if has_check {
         // A check made elsewhere (the reconciler, the CLI, the API) after a hand edit: Refresh
         // shows its drift, not only its events.
-        let now = ok(
-            &server,
-            &admin,
-            "fleet.export",
-            json!({ "tenantId": "root" }),
-        )
-        .await;
-        let pool = pool_ref(&now, "vps-fra");
-        ok(
-            &server,
-            &admin,
-            "pool.update",
-            json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"],
-                    "policy": { "disruptionBudget": 0.7 } }),
-        )
-        .await;
+        hand_edit_policy(&server, &admin, 0.7).await;
         ok(
             &server,
             &admin,
