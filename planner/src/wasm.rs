@@ -160,7 +160,7 @@ pub fn canonical_json(
 
 /// A JSON value given as text or bytes, or a JS value written out by `JSON.stringify`.
 fn json_value(json: JsValue) -> Result<serde_json::Value, JsError> {
-    let bytes = if json.as_string().is_some() || json.is_object() {
+    let bytes = if json.is_string() || json.is_object() {
         json_bytes(json, "the JSON")?
     } else {
         // A number, a boolean or null is JSON as it is.
