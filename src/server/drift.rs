@@ -12,12 +12,13 @@
 //! `fleet.check` runs one tenant key now through the same reconciler path.
 
 use super::AppState;
+use super::db::Tx;
 use super::db::now_ms;
 use super::error::ApiError;
 use super::events::{self, FLEET_CONVERGED, FLEET_DRIFTED};
 use super::fleet::{self, TenantInput};
 use super::iam::{Caller, FLEET_ADMIN, FLEET_SCOPE, check_name, parse};
-use super::reconciler::{self, Backoff, BoxFut, Outcome, Reconciler};
+use super::reconciler::{self, Backoff, BoxFut, Lease, Outcome, Reconciler};
 use planner::{Action, Change, Plan, PlanOptions, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -96,6 +97,10 @@ pub enum CheckError {
     /// Building the fleet's export failed.
     #[error("reading the fleet: {0}")]
     Export(ApiError),
+    /// The run's claim of the tenant's key ran out and another worker took it (this process
+    /// was paused past its lease): nothing was written.
+    #[error("the check's lease ran out and another worker holds the key; nothing was written")]
+    LeaseLost,
 }
 
 /// What a check found.
@@ -126,6 +131,7 @@ impl Reconciler for FleetDrift {
         state: &'a AppState,
         key: &'a str,
         _attempt: u32,
+        lease: &'a Lease,
     ) -> BoxFut<'a, Outcome> {
         Box::pin(async move {
             if key == ALL {
@@ -140,8 +146,10 @@ impl Reconciler for FleetDrift {
             let Some(tenant) = key.strip_prefix("tenant:") else {
                 return Outcome::Terminal(format!("unknown key {key:?}"));
             };
-            match check(state, tenant).await {
+            match check(state, tenant, lease).await {
                 Ok(_) => Outcome::Done,
+                // Another worker holds the key now and checks it itself.
+                Err(CheckError::LeaseLost) => Outcome::Done,
                 Err(err) => {
                     tracing::warn!(tenant, error = %err, "drift check failed");
                     // Other failures were recorded in the check's own transaction.
@@ -192,9 +200,20 @@ async fn queue_tenants(state: &AppState) -> Result<usize, sqlx::Error> {
     Ok(tenants.len())
 }
 
+/// Commits a check's writes if `lease` still holds the tenant's key (the fence): a check that
+/// outlived its lease must not record a drift or publish an event beside the next holder's.
+async fn commit_fenced(state: &AppState, mut tx: Tx, lease: &Lease) -> Result<(), CheckError> {
+    if !lease.hold(&mut tx, state.db.backend).await? {
+        tx.rollback().await?;
+        return Err(CheckError::LeaseLost);
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Checks one tenant: re-plans its applied document, records the drift and publishes what
-/// changed, all in one transaction.
-pub async fn check(state: &AppState, tenant: &str) -> Result<Checked, CheckError> {
+/// changed, all in one transaction, committed only while `lease` holds the tenant's key.
+pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Checked, CheckError> {
     let mut tx = state.db.write_tx().await?;
     state.db.lock_tenant(&mut tx, tenant).await?;
     let Some(row) = sqlx::query(
@@ -244,7 +263,7 @@ pub async fn check(state: &AppState, tenant: &str) -> Result<Checked, CheckError
                 .bind(tenant)
                 .execute(&mut *tx)
                 .await?;
-            tx.commit().await?;
+            commit_fenced(state, tx, lease).await?;
             return Err(err);
         }
     };
@@ -288,7 +307,7 @@ pub async fn check(state: &AppState, tenant: &str) -> Result<Checked, CheckError
     .bind(tenant)
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
+    commit_fenced(state, tx, lease).await?;
     if published.is_some() {
         state.reconcilers.notify();
     }
@@ -339,7 +358,65 @@ pub async fn check_http(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::{demo, iam, reconciler::tests::test_state};
     use planner::{Change, Kind, PlanHash, Summary};
+    use std::sync::Arc;
+
+    /// What a check writes: the root tenant's recorded check and drift, and the events.
+    async fn written(state: &AppState) -> (Option<i64>, Option<String>, i64) {
+        let row =
+            sqlx::query("SELECT checked_at, drift FROM fleet_applied WHERE tenant_id = 'root'")
+                .fetch_one(&state.db.pool)
+                .await
+                .unwrap();
+        let events: i64 = sqlx::query("SELECT COUNT(*) FROM events")
+            .fetch_one(&state.db.pool)
+            .await
+            .unwrap()
+            .get(0);
+        (row.get(0), row.get(1), events)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_check_that_outlived_its_lease_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = test_state(dir.path(), vec![Arc::new(FleetDrift)]).await;
+        iam::bootstrap(&state.db).await.unwrap();
+        // The demo applies root's document, then edits a pool by hand: a drift to find.
+        demo::seed(&state).await.unwrap();
+        let key = tenant_key("root");
+        // A worker paused past its lease; the key has been claimed by another one since.
+        sqlx::query(
+            "INSERT INTO reconciler_queue (reconciler, key, due_at, attempts, claimed_by, claimed_until, generation, terminal, updated_at) \
+             VALUES ($1, $2, 0, 1, 'wrk_next.0', $3, 0, 0, 0)",
+        )
+        .bind(NAME)
+        .bind(&key)
+        .bind(now_ms() + 30_000)
+        .execute(&state.db.pool)
+        .await
+        .unwrap();
+        let lease = |holder: &str| Lease {
+            reconciler: NAME.into(),
+            key: key.clone(),
+            holder: holder.into(),
+        };
+        let before = written(&state).await;
+        let late = check(&state, "root", &lease("wrk_paused.0")).await;
+        assert!(matches!(late, Err(CheckError::LeaseLost)), "{late:?}");
+        assert_eq!(written(&state).await, before, "the late check wrote");
+
+        // The holder's check records the drift and publishes it, once.
+        let checked = check(&state, "root", &lease("wrk_next.0")).await.unwrap();
+        let Checked::Checked { drift, published } = checked else {
+            panic!("root applied a document");
+        };
+        assert!(drift.is_some());
+        assert_eq!(published, Some(FLEET_DRIFTED));
+        let after = written(&state).await;
+        assert!(after.1.is_some());
+        assert_eq!(after.2, before.2 + 1);
+    }
 
     fn change(name: &str, action: Action, note: Option<&str>) -> Change {
         Change {

@@ -206,6 +206,7 @@ impl super::reconciler::Reconciler for Retention {
         state: &'a AppState,
         _key: &'a str,
         _attempt: u32,
+        _lease: &'a super::reconciler::Lease,
     ) -> super::reconciler::BoxFut<'a, super::reconciler::Outcome> {
         use super::reconciler::Outcome;
         const EVERY: std::time::Duration = std::time::Duration::from_secs(3600);

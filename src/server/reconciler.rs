@@ -6,8 +6,11 @@
 //! work; on PostgreSQL the claim takes its rows with `FOR UPDATE SKIP LOCKED`, so several
 //! server processes share the keys without ever taking the same one; on SQLite the one process
 //! claims in one write transaction. A key whose lease runs out (its process died mid-key) is
-//! claimable again. A key is never worked twice at once by live workers: a claim needs no live
-//! lease (a worker paused past its lease may overlap the next one; docs/drift.md).
+//! claimable again. A claim needs no live lease, so a worker paused past its lease (a frozen VM)
+//! may still be running when the next one claims the key: each claim therefore holds a token of
+//! its own ([`Lease`]), and a run whose effects must not land twice commits them only while its
+//! token is still the key's ([`Lease::hold`], the fence), so of two overlapping runs at most the
+//! current holder's writes commit (docs/drift.md).
 //!
 //! A run ends in an [`Outcome`]: done (the row goes), requeue after a delay, retry after an
 //! error (exponential backoff with a jitter derived from the key and attempt, so it spreads
@@ -89,12 +92,15 @@ impl Backoff {
 pub trait Reconciler: Send + Sync + 'static {
     /// Its name, the queue's `reconciler` column (`fleet.drift`).
     fn name(&self) -> &'static str;
-    /// Works one key. `attempt` counts from 1 and grows while runs fail.
+    /// Works one key. `attempt` counts from 1 and grows while runs fail. `lease` is this run's
+    /// claim of the key: a run fences its writes with [`Lease::hold`] when running them twice
+    /// would matter.
     fn reconcile<'a>(
         &'a self,
         state: &'a AppState,
         key: &'a str,
         attempt: u32,
+        lease: &'a Lease,
     ) -> BoxFut<'a, Outcome>;
     /// Its retry timing.
     fn backoff(&self, _state: &AppState) -> Backoff {
@@ -171,15 +177,54 @@ const KEPT_RUNS: usize = 10_000;
 /// A key this process holds.
 #[derive(Debug, Clone)]
 struct Claim {
-    reconciler: String,
-    key: String,
+    lease: Lease,
     attempts: u32,
     generation: i64,
+}
+
+/// One claim of one key: the token written in `claimed_by` (the worker's id and a number of
+/// its own, so two claims of a key are told apart even within one process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The reconciler.
+    pub reconciler: String,
+    /// The key.
+    pub key: String,
+    /// The claim's token (`claimed_by`).
+    pub holder: String,
+}
+
+impl Lease {
+    /// Whether this claim still holds its key, asked inside the transaction of the run's
+    /// writes just before it commits: the fence. On PostgreSQL the queue row stays locked
+    /// until that commit, so no claim can take the key between the answer and the commit; on
+    /// SQLite the write transaction already excludes every other writer.
+    pub async fn hold(
+        &self,
+        conn: &mut AnyConnection,
+        backend: Backend,
+    ) -> Result<bool, sqlx::Error> {
+        let lock = match backend {
+            Backend::Postgres => " FOR UPDATE",
+            Backend::Sqlite => "",
+        };
+        let row = sqlx::query(&format!(
+            "SELECT 1 FROM reconciler_queue WHERE reconciler = $1 AND key = $2 AND claimed_by = $3{lock}"
+        ))
+        .bind(&self.reconciler)
+        .bind(&self.key)
+        .bind(&self.holder)
+        .fetch_optional(conn)
+        .await?;
+        Ok(row.is_some())
+    }
 }
 
 /// The reconcilers of a process and what their workers share.
 pub struct Runtime {
     worker_id: String,
+    /// Claims made by this process, numbering their tokens.
+    claims: AtomicU64,
     reconcilers: Vec<Arc<dyn Reconciler>>,
     notify: Notify,
     /// This process's counters.
@@ -271,6 +316,7 @@ impl Runtime {
         };
         Runtime {
             worker_id: super::db::new_id("wrk"),
+            claims: AtomicU64::new(0),
             reconcilers,
             notify: Notify::new(),
             stats: Stats::default(),
@@ -318,13 +364,21 @@ impl Runtime {
         self.reconcilers.iter().find(|r| r.name() == name).cloned()
     }
 
+    /// A token for the next claim: the worker's id and the claim's number. One token serves
+    /// every key of one claim: two claims of a key are always two claims.
+    fn next_holder(&self) -> String {
+        let n = self.claims.fetch_add(1, Ordering::Relaxed);
+        format!("{}.{n}", self.worker_id)
+    }
+
     /// Claims up to `limit` due keys (and keys whose lease ran out).
     async fn claim(&self, state: &AppState, limit: usize) -> Result<Vec<Claim>, sqlx::Error> {
         let now = now_ms();
         let sql = claim_sql(state.db.backend);
+        let holder = self.next_holder();
         let mut tx = state.db.write_tx().await?;
         let rows = sqlx::query(&sql)
-            .bind(&self.worker_id)
+            .bind(&holder)
             .bind(now + millis(self.lease))
             .bind(now)
             .bind(i64::try_from(limit).unwrap_or(1))
@@ -334,8 +388,11 @@ impl Runtime {
         rows.iter()
             .map(|r| {
                 Ok(Claim {
-                    reconciler: r.try_get(0)?,
-                    key: r.try_get(1)?,
+                    lease: Lease {
+                        reconciler: r.try_get(0)?,
+                        key: r.try_get(1)?,
+                        holder: holder.clone(),
+                    },
                     attempts: u32::try_from(r.try_get::<i64, _>(2)?).unwrap_or(u32::MAX),
                     generation: r.try_get(3)?,
                 })
@@ -351,6 +408,7 @@ impl Runtime {
         key: &str,
     ) -> Result<Option<Claim>, sqlx::Error> {
         let now = now_ms();
+        let holder = self.next_holder();
         let mut tx = state.db.write_tx().await?;
         let row = sqlx::query(&format!(
             "INSERT INTO reconciler_queue (reconciler, key, due_at, attempts, claimed_by, claimed_until, generation, terminal, updated_at) \
@@ -364,7 +422,7 @@ impl Runtime {
         ))
         .bind(reconciler)
         .bind(key)
-        .bind(&self.worker_id)
+        .bind(&holder)
         .bind(now + millis(self.lease))
         .bind(now)
         .fetch_optional(&mut *tx)
@@ -372,8 +430,11 @@ impl Runtime {
         tx.commit().await?;
         row.map(|r| {
             Ok(Claim {
-                reconciler: reconciler.to_string(),
-                key: key.to_string(),
+                lease: Lease {
+                    reconciler: reconciler.to_string(),
+                    key: key.to_string(),
+                    holder,
+                },
                 attempts: u32::try_from(r.try_get::<i64, _>(0)?).unwrap_or(u32::MAX),
                 generation: r.try_get(1)?,
             })
@@ -388,9 +449,9 @@ impl Runtime {
              WHERE reconciler = $2 AND key = $3 AND claimed_by = $4",
         )
         .bind(now_ms() + millis(self.lease))
-        .bind(&claim.reconciler)
-        .bind(&claim.key)
-        .bind(&self.worker_id)
+        .bind(&claim.lease.reconciler)
+        .bind(&claim.lease.key)
+        .bind(&claim.lease.holder)
         .execute(&state.db.pool)
         .await?;
         Ok(())
@@ -406,7 +467,11 @@ impl Runtime {
     ) -> Result<(), sqlx::Error> {
         let now = now_ms();
         let mut tx = state.db.write_tx().await?;
-        let (reconciler, key, me) = (&claim.reconciler, &claim.key, &self.worker_id);
+        let Lease {
+            reconciler,
+            key,
+            holder: me,
+        } = &claim.lease;
         let release = "claimed_by = NULL, claimed_until = NULL";
         let terminal = match outcome {
             Outcome::Retry(_) => backoff.max_attempts.is_some_and(|m| claim.attempts >= m),
@@ -503,8 +568,9 @@ impl Runtime {
     /// Runs a claimed key to its outcome: in its own task (a panic becomes a retry), with the
     /// lease extended while it runs, and records the outcome.
     async fn work(self: &Arc<Self>, state: &AppState, claim: Claim) -> Outcome {
-        let Some(reconciler) = self.find(&claim.reconciler) else {
-            let outcome = Outcome::Terminal(format!("no reconciler named {}", claim.reconciler));
+        let Some(reconciler) = self.find(&claim.lease.reconciler) else {
+            let outcome =
+                Outcome::Terminal(format!("no reconciler named {}", claim.lease.reconciler));
             if let Err(err) = self
                 .finish(state, &claim, Backoff::default(), &outcome)
                 .await
@@ -513,18 +579,20 @@ impl Runtime {
             }
             return outcome;
         };
-        let span = tracing::info_span!("reconcile", reconciler = %claim.reconciler, key = %claim.key, attempt = claim.attempts);
+        let span = tracing::info_span!("reconcile", reconciler = %claim.lease.reconciler, key = %claim.lease.key, attempt = claim.attempts);
         let backoff = reconciler.backoff(state);
         let started_at = now_ms();
         let mut task = {
-            let (state, key, attempt) = (state.clone(), claim.key.clone(), claim.attempts);
+            let (state, lease, attempt) = (state.clone(), claim.lease.clone(), claim.attempts);
             let (reconciler, delay) = (reconciler.clone(), self.delay);
             tokio::spawn(
                 async move {
                     if !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
-                    reconciler.reconcile(&state, &key, attempt).await
+                    reconciler
+                        .reconcile(&state, &lease.key, attempt, &lease)
+                        .await
                 }
                 .instrument(span.clone()),
             )
@@ -557,8 +625,8 @@ impl Runtime {
             Err(err) => Outcome::Retry(format!("cancelled: {err}")),
         };
         self.record_run(Run {
-            reconciler: claim.reconciler.clone(),
-            key: claim.key.clone(),
+            reconciler: claim.lease.reconciler.clone(),
+            key: claim.lease.key.clone(),
             attempt: claim.attempts,
             started_at,
             ended_at: now_ms(),
@@ -738,7 +806,7 @@ pub async fn status(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::server::{Config, Fault, ServeArgs, api, db::Db};
 
@@ -758,6 +826,7 @@ mod tests {
             state: &'a AppState,
             key: &'a str,
             attempt: u32,
+            _lease: &'a Lease,
         ) -> BoxFut<'a, Outcome> {
             Box::pin(async move {
                 match key {
@@ -785,7 +854,11 @@ mod tests {
         }
     }
 
-    async fn state(dir: &std::path::Path) -> AppState {
+    /// A server's state on a fresh SQLite file in `dir`, with `reconcilers` (none running).
+    pub(crate) async fn test_state(
+        dir: &std::path::Path,
+        reconcilers: Vec<Arc<dyn Reconciler>>,
+    ) -> AppState {
         let config = Config::resolve(ServeArgs {
             database: Some(format!("sqlite://{}", dir.join("q.db").display())),
             ..ServeArgs::default()
@@ -798,10 +871,15 @@ mod tests {
             config: Arc::new(config),
             methods: Arc::new(api::methods()),
             fault: Arc::new(Fault::default()),
-            reconcilers: Arc::new(Runtime::new(vec![Arc::new(Probe {
-                requeued: false.into(),
-            })])),
+            reconcilers: Arc::new(Runtime::new(reconcilers)),
         }
+    }
+
+    async fn state(dir: &std::path::Path) -> AppState {
+        let probe = Probe {
+            requeued: false.into(),
+        };
+        test_state(dir, vec![Arc::new(probe)]).await
     }
 
     async fn row(state: &AppState, key: &str) -> Option<(i64, i64, Option<String>)> {

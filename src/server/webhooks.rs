@@ -14,7 +14,7 @@ use super::db::{new_id, now_ms};
 use super::error::ApiError;
 use super::events::{self, TYPES};
 use super::iam::{Caller, check_name, commit_audited, parse};
-use super::reconciler::{self, Backoff, BoxFut, Outcome, Reconciler};
+use super::reconciler::{self, Backoff, BoxFut, Lease, Outcome, Reconciler};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use hmac::{Hmac, Mac as _};
@@ -343,6 +343,7 @@ impl Reconciler for Deliver {
         state: &'a AppState,
         key: &'a str,
         _attempt: u32,
+        _lease: &'a Lease,
     ) -> BoxFut<'a, Outcome> {
         Box::pin(async move {
             match deliver(state, key).await {
