@@ -782,8 +782,10 @@ pub async fn status(
         if let Some(e) = r.try_get::<Option<String>, _>(4)? {
             item["lastError"] = json!(e);
         }
-        if let Some(w) = r.try_get::<Option<String>, _>(5)? {
-            item["claimedBy"] = json!(w);
+        if let Some(holder) = r.try_get::<Option<String>, _>(5)? {
+            // The worker: the token less the claim's number (`Runtime::next_holder`).
+            let worker = holder.rsplit_once('.').map_or(holder.as_str(), |(w, _)| w);
+            item["claimedBy"] = json!(worker);
             item["claimedUntil"] = json!(r.try_get::<Option<i64>, _>(6)?);
         }
         queue.push(item);
