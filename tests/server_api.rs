@@ -1079,3 +1079,222 @@ async fn errors_in_body_for_browsers(db: Db) {
     assert_eq!(ok.json::<Value>().await.unwrap()["tenantId"], "root");
 }
 both!(errors_in_body, errors_in_body_for_browsers);
+
+/// The administrator's principal id, from the audit row of a call it made.
+async fn admin_id(fleet: &Fleet) -> String {
+    let rows = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
+        .await;
+    let rows = rows["items"].as_array().unwrap();
+    let row = rows.last().expect("the admin's calls are audited");
+    row["principalId"].as_str().unwrap().to_string()
+}
+
+/// `n` identical calls as the administrator, sent at once.
+async fn at_once(
+    fleet: &Fleet,
+    method: &str,
+    input: &Value,
+    n: usize,
+) -> Vec<Result<Value, server_support::Failure>> {
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let request = fleet
+            .client()
+            .post(fleet.server.url(&format!("/api/{method}")))
+            .bearer_auth(&fleet.key)
+            .json(input);
+        calls.spawn(async move { answer(request.send().await.unwrap()).await });
+    }
+    calls.join_all().await
+}
+
+async fn iam_gives_no_more_than_it_holds(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    let admin = admin_id(&fleet).await;
+    // Holds the IAM methods only: neither may reach beyond what it holds itself.
+    let (smith, smith_key) = fleet
+        .service_account(
+            "root",
+            "keysmith",
+            &[
+                ("iam:apiKey:create", "tenants/root"),
+                ("iam:grant:create", "tenants/root"),
+                ("compute:site:read", "tenants/root"),
+            ],
+        )
+        .await;
+    let to_admin = fleet
+        .fails_as(
+            &smith_key,
+            "apiKey.create",
+            json!({ "tenantId": "root", "principalId": admin }),
+            "FORBIDDEN",
+        )
+        .await;
+    assert!(
+        to_admin
+            .message
+            .contains("makes keys only for principals whose every grant it holds"),
+        "{to_admin:?}"
+    );
+    let to_self = fleet
+        .fails_as(
+            &smith_key,
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": smith, "permission": "compute:fleet:admin", "scope": "compute-fleet/global" }),
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(to_self.details["permission"], "compute:fleet:admin");
+    assert!(to_self.message.contains("grants only what it holds"));
+    // What it holds, it may hand on: a grant, and a key of a principal holding no more.
+    let (reader, _) = fleet.service_account("root", "reader", &[]).await;
+    fleet
+        .call_as(
+            &smith_key,
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": reader, "permission": "compute:site:read" }),
+        )
+        .await
+        .unwrap();
+    let key = fleet
+        .call_as(
+            &smith_key,
+            "apiKey.create",
+            json!({ "tenantId": "root", "principalId": reader }),
+        )
+        .await
+        .unwrap();
+    fleet
+        .call_as(
+            key["key"].as_str().unwrap(),
+            "site.list",
+            json!({ "tenantId": "root" }),
+        )
+        .await
+        .unwrap();
+    // A principal of another tenant is unknown here, whatever it holds.
+    let (acme_sa, _) = fleet
+        .service_account("acme", "ci", &[("*", "tenants/acme")])
+        .await;
+    fleet
+        .fails_as(
+            &smith_key,
+            "apiKey.create",
+            json!({ "tenantId": "root", "principalId": acme_sa }),
+            "NOT_FOUND",
+        )
+        .await;
+
+    // Eight identical grants at once: one is made, the others are told it exists (on
+    // PostgreSQL a read before the insert let two through to the unique key: a 500).
+    let (target, _) = fleet.service_account("root", "target", &[]).await;
+    let input =
+        json!({ "tenantId": "root", "principalId": target, "permission": "compute:pool:read" });
+    let answers = at_once(&fleet, "grant.create", &input, 8).await;
+    let made = answers.iter().filter(|a| a.is_ok()).count();
+    let codes: Vec<&str> = answers
+        .iter()
+        .filter_map(|a| a.as_ref().err().map(|f| f.code.as_str()))
+        .collect();
+    assert_eq!(made, 1, "{codes:?}");
+    assert!(codes.iter().all(|c| *c == "CONFLICT"), "{codes:?}");
+    // Likewise tenants.
+    let answers = at_once(&fleet, "tenant.create", &json!({ "id": "twice" }), 8).await;
+    assert_eq!(answers.iter().filter(|a| a.is_ok()).count(), 1);
+    // One service account per name in a tenant.
+    fleet
+        .fails(
+            "serviceAccount.create",
+            json!({ "tenantId": "root", "name": "target" }),
+            "CONFLICT",
+        )
+        .await;
+
+    // A NUL (which PostgreSQL's text cannot hold) is refused where it is, on both databases;
+    // string maps stored as JSON keep it, as a document's may.
+    for (method, input, path) in [
+        (
+            "site.get",
+            json!({ "tenantId": "root", "id": "site_a\u{0}b" }),
+            "id",
+        ),
+        (
+            "tenant.create",
+            json!({ "id": "nul", "name": "a\u{0}b" }),
+            "name",
+        ),
+        (
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": format!("{target}\u{0}") , "permission": "compute:pool:read" }),
+            "principalId",
+        ),
+        (
+            "event.list",
+            json!({ "tenantId": "root", "type": "fleet.\u{0}" }),
+            "type",
+        ),
+    ] {
+        let nul = fleet.fails(method, input, "INVALID_INPUT").await;
+        assert_eq!(nul.details["path"], path, "{method}: {nul:?}");
+    }
+    fleet
+        .ok(
+            "providerAccount.create",
+            json!({ "tenantId": "root", "name": "cloud", "provider": "p", "config": { "note": "a\u{0}b" } }),
+        )
+        .await;
+
+    // An unknown tenant is NOT_FOUND for reads as for writes, never an empty list.
+    for method in ["site.list", "audit.list", "event.list", "webhook.list"] {
+        let unknown = fleet
+            .fails(method, json!({ "tenantId": "nope" }), "NOT_FOUND")
+            .await;
+        assert_eq!(unknown.details["id"], "nope", "{method}: {unknown:?}");
+    }
+    let unknown = fleet
+        .fails(
+            "grant.create",
+            json!({ "tenantId": "nope", "principalId": target, "permission": "compute:pool:read" }),
+            "NOT_FOUND",
+        )
+        .await;
+    assert_eq!(unknown.details["id"], "nope", "{unknown:?}");
+    let long = "compute:".to_string() + &"a".repeat(300);
+    let long = fleet
+        .fails(
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": target, "permission": long }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(long.details["path"], "permission");
+
+    // The audit reads page by page: `before` the last id of a page gives the next one.
+    let all = fleet
+        .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))
+        .await["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(all.len() > 10, "{}", all.len());
+    let mut paged = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let mut input = json!({ "tenantId": "root", "limit": 4 });
+        if let Some(before) = &before {
+            input["before"] = json!(before);
+        }
+        let page = fleet.ok("audit.list", input).await["items"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let Some(last) = page.last() else { break };
+        before = Some(last["id"].as_str().unwrap().to_string());
+        paged.extend(page);
+    }
+    assert_eq!(paged, all);
+}
+both!(iam_escalation, iam_gives_no_more_than_it_holds);

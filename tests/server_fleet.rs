@@ -576,6 +576,22 @@ async fn demo_can_be_planned_and_shows_hand_edits(db: Db) {
         .ok("fleet.status", json!({ "tenantId": "root" }))
         .await;
     assert!(status["applied"]["planHash"].is_string());
+    // The demo's hand edits are audited as a hand edit's are: the call, with its input.
+    for method in ["site.create", "pool.create", "pool.offer", "pool.update"] {
+        let rows = fleet
+            .ok(
+                "audit.list",
+                json!({ "tenantId": "root", "method": method }),
+            )
+            .await;
+        let by_hand = rows["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["details"]["input"].is_object() && r["details"]["via"].is_null())
+            .count();
+        assert_eq!(by_hand, 1, "{method}: {rows}");
+    }
     let acme = fleet
         .ok("fleet.export", json!({ "tenantId": "acme" }))
         .await;

@@ -5,7 +5,7 @@
 //! edited by hand (drift).
 
 use super::AppState;
-use super::db::now_ms;
+use super::db::{Modules, Tx, now_ms};
 use super::error::ApiError;
 use super::iam::{self, Caller, FLEET_ADMIN, FLEET_SCOPE, ROOT, audit, tenant_scope};
 use super::{fleet, objects};
@@ -52,6 +52,29 @@ fn document(state: &AppState) -> Value {
             .remove("sandboxTemplates");
     }
     doc
+}
+
+/// Makes `call` as a person would by hand (`POST /api/<method>`): the call and its audit row,
+/// so the demo's drift has an author in the audit like any hand edit.
+async fn by_hand(
+    tx: &mut Tx,
+    caller: &Caller,
+    modules: Modules,
+    call: Call,
+) -> Result<objects::Outcome, ApiError> {
+    let outcome = objects::execute(tx, caller, modules, &call).await?;
+    let input = serde_json::to_value(&call)?;
+    audit(
+        tx,
+        caller,
+        call.tenant_id(),
+        call.method(),
+        "ok",
+        outcome.object_id.as_deref(),
+        json!({ "input": input["input"] }),
+    )
+    .await?;
+    Ok(outcome)
 }
 
 /// Seeds the demo once (it does nothing when the tenant `acme` exists).
@@ -121,11 +144,11 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
     // The part made by hand, outside FleetConfig: a site and a pool with no fleet names (they
     // export under their ids), an offer to globex, and an edit of vps-fra's policy (drift).
     let mut tx = state.db.write_tx().await?;
-    let site = objects::execute(
+    let site = by_hand(
         &mut tx,
         &caller,
         state.modules,
-        &Call::SiteCreate(SiteCreate {
+        Call::SiteCreate(SiteCreate {
             tenant_id: ROOT.into(),
             idempotency_key: None,
             kind: SiteKind::Dedicated,
@@ -134,11 +157,11 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
     )
     .await?;
     let site_id = site.object_id.unwrap_or_default();
-    let pool = objects::execute(
+    let pool = by_hand(
         &mut tx,
         &caller,
         state.modules,
-        &Call::PoolCreate(PoolCreate {
+        Call::PoolCreate(PoolCreate {
             tenant_id: ROOT.into(),
             idempotency_key: None,
             site_id,
@@ -152,11 +175,11 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
     )
     .await?;
     let pool_id = pool.object_id.unwrap_or_default();
-    objects::execute(
+    by_hand(
         &mut tx,
         &caller,
         state.modules,
-        &Call::PoolOffer(PoolOffer {
+        Call::PoolOffer(PoolOffer {
             tenant_id: ROOT.into(),
             pool_id,
             tenant: "globex".into(),
@@ -176,11 +199,11 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
         .fetch_one(&mut *tx)
         .await?
         .try_get(0)?;
-    objects::execute(
+    by_hand(
         &mut tx,
         &caller,
         state.modules,
-        &Call::PoolUpdate(PoolUpdate {
+        Call::PoolUpdate(PoolUpdate {
             tenant_id: ROOT.into(),
             id: vps_fra,
             if_revision: u64::try_from(revision).unwrap_or(0),

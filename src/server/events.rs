@@ -6,7 +6,7 @@
 use super::AppState;
 use super::db::{new_id, now_ms};
 use super::error::ApiError;
-use super::iam::{Caller, check_name, parse};
+use super::iam::{Caller, parse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row as _};
@@ -120,6 +120,10 @@ pub struct EventList {
     #[serde(default, deserialize_with = "super::numbers::optional_u32")]
     #[schemars(with = "Option<u32>")]
     pub limit: Option<u32>,
+    /// Only events older than this one: the last `id` of the page read before (ids sort as
+    /// the events were written).
+    #[serde(default)]
+    pub before: Option<String>,
 }
 
 /// `event.list`: decides `events:event:read` on the tenant's scope; newest first.
@@ -128,16 +132,19 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
     caller
         .check_tenant(state, "event.list", &input.tenant_id, READ)
         .await?;
-    check_name("tenantId", &input.tenant_id)?;
+    super::iam::require_tenant(&mut *state.db.pool.acquire().await?, &input.tenant_id).await?;
     let limit = i64::from(input.limit.unwrap_or(100).min(1000));
     let kind = input.kind.unwrap_or_default();
+    let before = input.before.unwrap_or_default();
     let rows = sqlx::query(
         "SELECT id, tenant_id, type, subject, payload, created_at FROM events \
-         WHERE tenant_id = $1 AND ($2 = '' OR type = $2) ORDER BY id DESC LIMIT $3",
+         WHERE tenant_id = $1 AND ($2 = '' OR type = $2) AND ($4 = '' OR id < $4) \
+         ORDER BY id DESC LIMIT $3",
     )
     .bind(&input.tenant_id)
     .bind(&kind)
     .bind(limit)
+    .bind(&before)
     .fetch_all(&state.db.pool)
     .await?;
     let items = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;

@@ -8,7 +8,7 @@ use super::api::Answer;
 use super::db::{Rows, fetch, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{
-    AuditBatch, Caller, FLEET_ADMIN, FLEET_SCOPE, audit, check_name, parse, tenant_scope,
+    AuditBatch, Caller, FLEET_ADMIN, FLEET_SCOPE, audit, parse, require_tenant, tenant_scope,
 };
 use super::objects::{
     self, load_accounts, load_flavors, load_offers, load_pools, load_quotas, load_sites,
@@ -82,15 +82,6 @@ async fn check_admin(
     caller
         .check(state, method, tenant, FLEET_ADMIN, FLEET_SCOPE)
         .await
-}
-
-async fn require_tenant(conn: &mut AnyConnection, tenant: &str) -> Result<(), ApiError> {
-    check_name("tenantId", tenant)?;
-    if super::db::exists(conn, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
-        Ok(())
-    } else {
-        Err(ApiError::not_found("tenant", tenant))
-    }
 }
 
 fn validate(config: &RawValue) -> Result<Document, ApiError> {

@@ -100,6 +100,26 @@ impl Caller {
         ))
     }
 
+    /// Decides that the caller holds `permission` on `scope` itself, before it hands that
+    /// power to someone else (a grant, a key acting as another principal): no caller gives
+    /// more than it has. FORBIDDEN says so; the refusal is audited as [`Self::check`]'s.
+    pub async fn check_holds(
+        &self,
+        state: &AppState,
+        method: &str,
+        tenant_id: &str,
+        permission: &str,
+        scope: &str,
+        why: &str,
+    ) -> Result<(), ApiError> {
+        self.check(state, method, tenant_id, permission, scope)
+            .await
+            .map_err(|mut err| {
+                err.message = format!("{}: {why}", err.message);
+                err
+            })
+    }
+
     /// Decides the permission on the tenant's scope.
     pub async fn check_tenant(
         &self,
@@ -314,14 +334,20 @@ pub async fn bootstrap(db: &super::db::Db) -> Result<Option<String>, sqlx::Error
 }
 
 /// Inserts a tenant.
-pub async fn insert_tenant(tx: &mut Tx, id: &str, name: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO tenants (id, name, revision, created_at) VALUES ($1, $2, 1, $3)")
-        .bind(id)
-        .bind(name)
-        .bind(now_ms())
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
+/// Inserts a tenant; false when one with that id exists (the insert asks, so two creates at
+/// once on PostgreSQL get one tenant and one answer that it exists, never a failed statement).
+pub async fn insert_tenant(tx: &mut Tx, id: &str, name: &str) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO tenants (id, name, revision, created_at) VALUES ($1, $2, 1, $3) \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(name)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(inserted == 1)
 }
 
 /// Inserts a principal.
@@ -346,18 +372,20 @@ pub async fn insert_principal(
     Ok(())
 }
 
-/// Inserts a grant and returns its id.
+/// Inserts a grant and returns its id; `None` when the principal holds it already. (The
+/// insert itself asks, not a read before it: two identical grants made at once on
+/// PostgreSQL both passed such a read, and the second insert failed on the unique key.)
 pub async fn insert_grant(
     tx: &mut Tx,
     tenant_id: &str,
     principal_id: &str,
     permission: &str,
     scope: &str,
-) -> Result<String, sqlx::Error> {
+) -> Result<Option<String>, sqlx::Error> {
     let id = new_id("grt");
-    sqlx::query(
+    let inserted = sqlx::query(
         "INSERT INTO grants (id, tenant_id, principal_id, permission, scope, revision, created_at) \
-         VALUES ($1, $2, $3, $4, $5, 1, $6)",
+         VALUES ($1, $2, $3, $4, $5, 1, $6) ON CONFLICT (principal_id, permission, scope) DO NOTHING",
     )
     .bind(&id)
     .bind(tenant_id)
@@ -366,8 +394,9 @@ pub async fn insert_grant(
     .bind(scope)
     .bind(now_ms())
     .execute(&mut **tx)
-    .await?;
-    Ok(id)
+    .await?
+    .rows_affected();
+    Ok((inserted == 1).then_some(id))
 }
 
 /// Creates an API key for a principal; returns its id and the key, which is never stored.
@@ -404,12 +433,60 @@ pub fn parse<T: serde::de::DeserializeOwned>(input: &[u8]) -> Result<T, ApiError
     let mut de = serde_json::Deserializer::from_slice(input);
     let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
     de.end().map_err(|e| ApiError::invalid("", e.to_string()))?;
+    // A NUL can only come as the escape `\u0000`: most inputs are spared the second read.
+    if input.windows(6).any(|w| w == b"\\u0000")
+        && let Ok(tree) = serde_json::from_slice::<Value>(input)
+    {
+        refuse_nul(&tree)?;
+    }
     Ok(value)
 }
 
 /// Parses a method's input from a JSON value.
 pub fn parse_value<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ApiError> {
+    refuse_nul(&input)?;
     serde_path_to_error::deserialize(input).map_err(path_error)
+}
+
+/// INVALID_INPUT at the first text of `input` holding a NUL character: PostgreSQL's text
+/// cannot hold one (the statement failed, a 500), and SQLite would store what PostgreSQL
+/// refuses. String maps stored as JSON (`config`, `env`; the document's too) are exempt: their
+/// NULs are stored escaped, and a document may hold them, so a call made by hand accepts what
+/// an apply makes.
+fn refuse_nul(input: &Value) -> Result<(), ApiError> {
+    fn find(value: &Value, path: &mut String) -> bool {
+        match value {
+            Value::String(s) => s.contains('\0'),
+            Value::Array(items) => items.iter().enumerate().any(|(i, item)| {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                let found = find(item, path);
+                if !found {
+                    path.truncate(len);
+                }
+                found
+            }),
+            Value::Object(map) => map.iter().any(|(key, item)| {
+                let len = path.len();
+                planner::validate::push_key(path, key);
+                let found = key.contains('\0')
+                    || (!matches!(key.as_str(), "config" | "env") && find(item, path));
+                if !found {
+                    path.truncate(len);
+                }
+                found
+            }),
+            _ => false,
+        }
+    }
+    let mut path = String::new();
+    if find(input, &mut path) {
+        return Err(ApiError::invalid(
+            path,
+            "must not contain a NUL character (\\u0000)",
+        ));
+    }
+    Ok(())
 }
 
 fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiError {
@@ -533,8 +610,11 @@ async fn tenant_exists(conn: &mut AnyConnection, id: &str) -> Result<bool, sqlx:
     super::db::exists(conn, "SELECT id FROM tenants WHERE id = $1", &[id]).await
 }
 
-async fn require_tenant(tx: &mut Tx, id: &str) -> Result<(), ApiError> {
-    if tenant_exists(tx, id).await? {
+/// INVALID_INPUT for a malformed tenant id, NOT_FOUND for an unknown one: reads and writes
+/// alike (a read of a tenant that does not exist is not an empty list).
+pub async fn require_tenant(conn: &mut AnyConnection, id: &str) -> Result<(), ApiError> {
+    check_name("tenantId", id)?;
+    if tenant_exists(conn, id).await? {
         Ok(())
     } else {
         Err(ApiError::not_found("tenant", id))
@@ -564,16 +644,22 @@ pub async fn tenant_create(
         .check_tenant(state, "tenant.create", ROOT, "iam:tenant:create")
         .await?;
     check_name("id", &input.id)?;
+    if let Some(problem) = input
+        .name
+        .as_deref()
+        .and_then(planner::validate::text_problem)
+    {
+        return Err(ApiError::invalid("name", format!("name {problem}")));
+    }
+    let name = input.name.clone().unwrap_or_else(|| input.id.clone());
     let mut tx = state.db.write_tx().await?;
-    if tenant_exists(&mut tx, &input.id).await? {
+    if !insert_tenant(&mut tx, &input.id, &name).await? {
         return Err(ApiError::with(
             Code::Conflict,
             format!("tenant {:?} already exists", input.id),
             json!({ "object": format!("tenant {}", input.id) }),
         ));
     }
-    let name = input.name.clone().unwrap_or_else(|| input.id.clone());
-    insert_tenant(&mut tx, &input.id, &name).await?;
     commit_audited(
         tx,
         caller,
@@ -643,6 +729,25 @@ pub async fn service_account_create(
     check_name("name", &input.name)?;
     let mut tx = state.db.write_tx().await?;
     require_tenant(&mut tx, &input.tenant_id).await?;
+    // Names a service account for people and scripts: one per name in a tenant (the tenant's
+    // lock orders two creates of one name on PostgreSQL).
+    state.db.lock_tenant(&mut tx, &input.tenant_id).await?;
+    if super::db::exists(
+        &mut tx,
+        "SELECT id FROM principals WHERE tenant_id = $1 AND kind = 'serviceAccount' AND name = $2",
+        &[&input.tenant_id, &input.name],
+    )
+    .await?
+    {
+        return Err(ApiError::with(
+            Code::Conflict,
+            format!(
+                "tenant {} has a service account named {:?} already",
+                input.tenant_id, input.name
+            ),
+            json!({ "object": format!("serviceAccount {}", input.name) }),
+        ));
+    }
     let id = new_id("sa");
     insert_principal(
         &mut tx,
@@ -680,9 +785,13 @@ pub struct ApiKeyCreate {
     pub name: Option<String>,
 }
 
-async fn require_principal(tx: &mut Tx, tenant_id: &str, id: &str) -> Result<(), ApiError> {
+async fn require_principal(
+    conn: &mut AnyConnection,
+    tenant_id: &str,
+    id: &str,
+) -> Result<(), ApiError> {
     if super::db::exists(
-        tx,
+        conn,
         "SELECT id FROM principals WHERE id = $1 AND tenant_id = $2",
         &[id, tenant_id],
     )
@@ -705,9 +814,48 @@ pub async fn api_key_create(
     caller
         .check_tenant(state, method, &input.tenant_id, "iam:apiKey:create")
         .await?;
-    let mut tx = state.db.write_tx().await?;
-    require_principal(&mut tx, &input.tenant_id, &input.principal_id).await?;
     let name = input.name.unwrap_or_default();
+    if name.chars().count() > planner::validate::MAX_TEXT {
+        return Err(ApiError::invalid(
+            "name",
+            format!(
+                "a key's name has at most {} characters",
+                planner::validate::MAX_TEXT
+            ),
+        ));
+    }
+    {
+        // The tenant and principal first: a principal of another tenant is unknown here,
+        // and its grants are none of this caller's business.
+        let mut conn = state.db.pool.acquire().await?;
+        require_tenant(&mut conn, &input.tenant_id).await?;
+        require_principal(&mut conn, &input.tenant_id, &input.principal_id).await?;
+    }
+    // A key acts as its principal with all its grants: only a caller holding every one of
+    // them may make one (else `iam:apiKey:create` alone would reach any power, the root
+    // administrator's included). A principal's later grants reach its keys anyway.
+    if input.principal_id != caller.principal_id {
+        let grants = sqlx::query(
+            "SELECT permission, scope FROM grants WHERE principal_id = $1 ORDER BY permission, scope",
+        )
+        .bind(&input.principal_id)
+        .fetch_all(&state.db.pool)
+        .await?;
+        for grant in &grants {
+            let (permission, scope): (String, String) = (grant.try_get(0)?, grant.try_get(1)?);
+            if !caller.allows(&permission, &scope) {
+                let why = format!(
+                    "a key acts as its principal, and {} holds it; a caller makes keys only \
+                     for principals whose every grant it holds itself",
+                    input.principal_id
+                );
+                caller
+                    .check_holds(state, method, &input.tenant_id, &permission, &scope, &why)
+                    .await?;
+            }
+        }
+    }
+    let mut tx = state.db.write_tx().await?;
     let (id, key) = insert_key(&mut tx, &input.tenant_id, &input.principal_id, &name).await?;
     commit_audited(
         tx,
@@ -781,7 +929,7 @@ pub struct GrantCreate {
     pub principal_id: String,
     /// A permission (`compute:pool:update`), every permission under a prefix
     /// (`compute:*`, `compute:pool:*`), or `*`: the shapes [`Caller::allows`] matches.
-    #[schemars(length(min = 1), pattern(PERMISSION_PATTERN))]
+    #[schemars(length(min = 1, max = MAX_PERMISSION), pattern(PERMISSION_PATTERN))]
     pub permission: String,
     /// Where it applies; the tenant's scope when absent. A root principal may name
     /// `compute-fleet/global` or any `tenants/<id>`; another tenant's principal only its own
@@ -789,6 +937,9 @@ pub struct GrantCreate {
     #[serde(default)]
     pub scope: Option<String>,
 }
+
+/// The longest permission a grant holds (the longest real one is under 40).
+const MAX_PERMISSION: usize = 200;
 
 /// [`is_permission`] as a JSON Schema pattern.
 const PERMISSION_PATTERN: &str = r"^(\*|[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*:(\*|[A-Za-z0-9._-]+))$";
@@ -862,6 +1013,12 @@ pub async fn grant_create(
             ),
         ));
     }
+    if input.permission.len() > MAX_PERMISSION {
+        return Err(ApiError::invalid(
+            "permission",
+            format!("a permission has at most {MAX_PERMISSION} characters"),
+        ));
+    }
     if !is_permission(&input.permission) {
         return Err(ApiError::invalid(
             "permission",
@@ -879,34 +1036,39 @@ pub async fn grant_create(
             format!("{scope:?} does not name a tenant: tenants/<tenant id>"),
         ));
     }
+    caller
+        .check_holds(
+            state,
+            method,
+            &input.tenant_id,
+            &input.permission,
+            &scope,
+            "a caller grants only what it holds itself",
+        )
+        .await?;
     let mut tx = state.db.write_tx().await?;
     if let Some(named) = named
         && !super::db::exists(&mut tx, "SELECT id FROM tenants WHERE id = $1", &[named]).await?
     {
         return Err(ApiError::not_found("tenant", named));
     }
+    require_tenant(&mut tx, &input.tenant_id).await?;
     require_principal(&mut tx, &input.tenant_id, &input.principal_id).await?;
-    if super::db::exists(
-        &mut tx,
-        "SELECT id FROM grants WHERE principal_id = $1 AND permission = $2 AND scope = $3",
-        &[&input.principal_id, &input.permission, &scope],
-    )
-    .await?
-    {
-        return Err(ApiError::with(
-            Code::Conflict,
-            "the principal already holds this grant",
-            json!({ "object": format!("grant {} on {scope}", input.permission) }),
-        ));
-    }
-    let id = insert_grant(
+    let Some(id) = insert_grant(
         &mut tx,
         &input.tenant_id,
         &input.principal_id,
         &input.permission,
         &scope,
     )
-    .await?;
+    .await?
+    else {
+        return Err(ApiError::with(
+            Code::Conflict,
+            "the principal already holds this grant",
+            json!({ "object": format!("grant {} on {scope}", input.permission) }),
+        ));
+    };
     let details = json!({ "principalId": input.principal_id, "permission": input.permission, "scope": scope });
     commit_audited(
         tx,
@@ -969,6 +1131,10 @@ pub struct AuditList {
     #[serde(default, deserialize_with = "super::numbers::optional_u32")]
     #[schemars(with = "Option<u32>")]
     pub limit: Option<u32>,
+    /// Only rows older than this one: the last `id` of the page read before (ids sort as
+    /// the rows were written).
+    #[serde(default)]
+    pub before: Option<String>,
 }
 
 /// `audit.list`: decides `iam:audit:read`; newest first.
@@ -981,16 +1147,19 @@ pub async fn audit_list(
     caller
         .check_tenant(state, "audit.list", &input.tenant_id, "iam:audit:read")
         .await?;
-    check_name("tenantId", &input.tenant_id)?;
+    require_tenant(&mut *state.db.pool.acquire().await?, &input.tenant_id).await?;
     let limit = i64::from(input.limit.unwrap_or(100).min(1000));
     let method = input.method.unwrap_or_default();
+    let before = input.before.unwrap_or_default();
     let rows = sqlx::query(
         "SELECT id, principal_id, method, outcome, object_id, details, at FROM audit \
-         WHERE tenant_id = $1 AND ($2 = '' OR method = $2) ORDER BY id DESC LIMIT $3",
+         WHERE tenant_id = $1 AND ($2 = '' OR method = $2) AND ($4 = '' OR id < $4) \
+         ORDER BY id DESC LIMIT $3",
     )
     .bind(&input.tenant_id)
     .bind(&method)
     .bind(limit)
+    .bind(&before)
     .fetch_all(&state.db.pool)
     .await?;
     let mut out = Vec::with_capacity(rows.len());

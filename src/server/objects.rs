@@ -125,9 +125,7 @@ async fn require_tenant(
     {
         return Ok(());
     }
-    if !super::db::exists(tx, "SELECT id FROM tenants WHERE id = $1", &[tenant]).await? {
-        return Err(ApiError::not_found("tenant", tenant));
-    }
+    super::iam::require_tenant(tx, tenant).await?;
     if let Some(batch) = batch {
         batch.tenants.push(tenant.to_owned());
     }
@@ -1516,9 +1514,9 @@ pub async fn read(
     caller
         .check_tenant(state, method, &tenant, read_permission(kind))
         .await?;
-    check_name("tenantId", &tenant)?;
     let mut conn = state.db.pool.acquire().await?;
     let conn = &mut *conn;
+    super::iam::require_tenant(conn, &tenant).await?;
     let (filter, args): (&str, Vec<&str>) = match &id {
         Some(id) => ("tenant_id = $1 AND id = $2", vec![&tenant, id]),
         None => ("tenant_id = $1", vec![&tenant]),

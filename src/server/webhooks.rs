@@ -813,7 +813,7 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
     caller
         .check_tenant(state, "webhook.list", &input.tenant_id, READ)
         .await?;
-    check_name("tenantId", &input.tenant_id)?;
+    super::iam::require_tenant(&mut *state.db.pool.acquire().await?, &input.tenant_id).await?;
     let rows = sqlx::query(
         "SELECT id, url, events, disabled_at, disabled_reason, failures, revision, created_at \
          FROM webhooks WHERE tenant_id = $1 ORDER BY id",
