@@ -579,6 +579,9 @@ fn valid_inputs(tenant: &str, ids: &Value) -> Vec<(String, Value)> {
         ),
         ("grant.delete", json!({ "tenantId": t, "id": id("grant") })),
         ("audit.list", json!({ "tenantId": t })),
+        ("principal.list", json!({ "tenantId": t })),
+        ("grant.list", json!({ "tenantId": t })),
+        ("apiKey.list", json!({ "tenantId": t })),
         (
             "providerAccount.create",
             json!({ "tenantId": t, "name": "intruder", "provider": "hetzner-cloud", "config": {} }),

@@ -1272,6 +1272,66 @@ async fn iam_gives_no_more_than_it_holds(db: Db) {
         .await;
     assert_eq!(long.details["path"], "permission");
 
+    // Who holds what, readable: principals, their grants, their keys (never a key's secret).
+    let principals = fleet
+        .ok("principal.list", json!({ "tenantId": "root" }))
+        .await;
+    let names: Vec<&str> = principals["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for name in ["admin", "keysmith", "reader", "target"] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
+    let grants = fleet
+        .ok(
+            "grant.list",
+            json!({ "tenantId": "root", "principalId": smith }),
+        )
+        .await;
+    let held: Vec<(&str, &str)> = grants["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["permission"].as_str().unwrap(),
+                g["scope"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        held,
+        [
+            ("compute:site:read", "tenants/root"),
+            ("iam:apiKey:create", "tenants/root"),
+            ("iam:grant:create", "tenants/root"),
+        ]
+    );
+    let keys = fleet
+        .ok(
+            "apiKey.list",
+            json!({ "tenantId": "root", "principalId": reader }),
+        )
+        .await;
+    let keys = keys["items"].as_array().unwrap();
+    // The one made with the account (`service_account`) and keysmith's.
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys.iter().any(|k| k["id"] == key["id"]), "{keys:?}");
+    let text = serde_json::to_string(keys).unwrap();
+    assert!(!text.contains("bc_") && !text.contains("hash"), "{text}");
+    // A reader of sites only reads no IAM.
+    fleet
+        .fails_as(
+            key["key"].as_str().unwrap(),
+            "grant.list",
+            json!({ "tenantId": "root" }),
+            "FORBIDDEN",
+        )
+        .await;
+
     // The audit reads page by page: `before` the last id of a page gives the next one.
     let all = fleet
         .ok("audit.list", json!({ "tenantId": "root", "limit": 1000 }))

@@ -1117,6 +1117,142 @@ pub async fn grant_delete(
     Ok(json!({ "id": input.id, "deleted": true }))
 }
 
+/// Input of `principal.list`, `grant.list` and `apiKey.list`.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IamList {
+    /// The tenant.
+    #[schemars(pattern(planner::schema::NAME_PATTERN))]
+    pub tenant_id: String,
+    /// Only this principal's rows (`principal.list`: only this principal).
+    #[serde(default)]
+    pub principal_id: Option<String>,
+}
+
+/// The rows of one IAM list: `sql` with `$1` the tenant and `$2` a principal id or ''.
+async fn iam_rows(
+    state: &AppState,
+    caller: &Caller,
+    method: &str,
+    permission: &str,
+    input: &[u8],
+    sql: &str,
+) -> Result<(IamList, Vec<sqlx::any::AnyRow>), ApiError> {
+    let input: IamList = parse(input)?;
+    caller
+        .check_tenant(state, method, &input.tenant_id, permission)
+        .await?;
+    let mut conn = state.db.pool.acquire().await?;
+    require_tenant(&mut conn, &input.tenant_id).await?;
+    let rows = sqlx::query(sql)
+        .bind(&input.tenant_id)
+        .bind(input.principal_id.as_deref().unwrap_or(""))
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok((input, rows))
+}
+
+/// `principal.list`: decides `iam:principal:read`; the tenant's users and service accounts.
+pub async fn principal_list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let (input, rows) = iam_rows(
+        state,
+        caller,
+        "principal.list",
+        "iam:principal:read",
+        input,
+        "SELECT id, kind, name, revision, created_at FROM principals \
+         WHERE tenant_id = $1 AND ($2 = '' OR id = $2) ORDER BY id",
+    )
+    .await?;
+    let items = rows
+        .iter()
+        .map(|r| {
+            Ok(json!({
+                "id": r.try_get::<String, _>(0)?,
+                "tenantId": input.tenant_id,
+                "kind": r.try_get::<String, _>(1)?,
+                "name": r.try_get::<String, _>(2)?,
+                "revision": r.try_get::<i64, _>(3)?,
+                "createdAt": r.try_get::<i64, _>(4)?,
+            }))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(json!({ "items": items }))
+}
+
+/// `grant.list`: decides `iam:grant:read`; the grants of the tenant's principals, so an
+/// operator can see that a CI account holds what it needs "and nothing else".
+pub async fn grant_list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let (input, rows) = iam_rows(
+        state,
+        caller,
+        "grant.list",
+        "iam:grant:read",
+        input,
+        "SELECT id, principal_id, permission, scope, created_at FROM grants \
+         WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY principal_id, permission, scope",
+    )
+    .await?;
+    let items = rows
+        .iter()
+        .map(|r| {
+            Ok(json!({
+                "id": r.try_get::<String, _>(0)?,
+                "tenantId": input.tenant_id,
+                "principalId": r.try_get::<String, _>(1)?,
+                "permission": r.try_get::<String, _>(2)?,
+                "scope": r.try_get::<String, _>(3)?,
+                "createdAt": r.try_get::<i64, _>(4)?,
+            }))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(json!({ "items": items }))
+}
+
+/// `apiKey.list`: decides `iam:apiKey:read`; the keys' ids, names and dates, never a key (only
+/// its hash is stored) nor its hash.
+pub async fn api_key_list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Value, ApiError> {
+    let (input, rows) = iam_rows(
+        state,
+        caller,
+        "apiKey.list",
+        "iam:apiKey:read",
+        input,
+        "SELECT id, principal_id, name, created_at, revoked_at FROM api_keys \
+         WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY id",
+    )
+    .await?;
+    let items = rows
+        .iter()
+        .map(|r| {
+            let mut item = json!({
+                "id": r.try_get::<String, _>(0)?,
+                "tenantId": input.tenant_id,
+                "principalId": r.try_get::<String, _>(1)?,
+                "name": r.try_get::<String, _>(2)?,
+                "createdAt": r.try_get::<i64, _>(3)?,
+            });
+            if let Some(at) = r.try_get::<Option<i64>, _>(4)? {
+                item["revokedAt"] = json!(at);
+            }
+            Ok(item)
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(json!({ "items": items }))
+}
+
 /// Input of `audit.list`.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
