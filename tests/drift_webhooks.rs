@@ -136,6 +136,31 @@ async fn drift_is_published_once_and_converges(db: Db) {
     two_more_checks(&fleet, "root").await;
     assert_eq!(event_types(&fleet, "root").await, ["fleet.drifted"]);
     assert_eq!(receiver.got("ok").len(), 1);
+    // Nor does an edit the document does not speak of (it lists no offers, so an offer is
+    // left alone), though it moves the pool's revision and so the drift's planHash.
+    fleet
+        .ok("tenant.create", json!({ "id": "bystander" }))
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let pool = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
+        .unwrap()["id"]
+        .clone();
+    fleet
+        .ok(
+            "pool.offer",
+            json!({ "tenantId": "root", "poolId": pool, "tenant": "bystander", "quota": { "vcpu": 1 } }),
+        )
+        .await;
+    let moved = two_more_checks(&fleet, "root").await["drift"].clone();
+    assert_ne!(moved["planHash"], data["planHash"], "the revision moved");
+    assert_eq!(moved["changes"], data["changes"]);
+    assert_eq!(event_types(&fleet, "root").await, ["fleet.drifted"]);
 
     // Rotate the secret: the next delivery carries both signatures.
     let rotated = fleet
@@ -156,7 +181,8 @@ async fn drift_is_published_once_and_converges(db: Db) {
     verify(&secret, converged).expect("the old secret still verifies");
     let payload = verify(&new_secret, converged).expect("the new secret verifies");
     assert_eq!(payload["data"]["appliedPlanHash"], applied_hash.as_str());
-    assert_eq!(payload["data"]["previousPlanHash"], data["planHash"]);
+    // The drift as last recorded (its planHash moved with the offer's revision).
+    assert_eq!(payload["data"]["previousPlanHash"], moved["planHash"]);
     assert!(status(&fleet, "root").await.get("drift").is_none());
     assert_eq!(
         event_types(&fleet, "root").await,
@@ -187,6 +213,16 @@ async fn drift_is_published_once_and_converges(db: Db) {
             json!({ "tenantId": "root", "id": ok_id, "eventId": first["id"] }),
         )
         .await;
+    // A redelivery never widens a subscription.
+    let (converged_only, _) = webhook(&fleet, &receiver.url("other"), &["fleet.converged"]).await;
+    let refused = fleet
+        .fails(
+            "webhook.redeliver",
+            json!({ "tenantId": "root", "id": converged_only, "eventId": first["id"] }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(refused.details["path"], "eventId");
     let got = receiver.wait_for("ok", 4).await;
     assert_eq!(got[3].header("webhook-id"), first["id"].as_str().unwrap());
     assert_eq!(got[3].body, got[0].body);
@@ -243,6 +279,12 @@ async fn webhook_targets_and_inputs_are_checked(db: Db) {
         ("http://[fe80::1]/hook", "url"),
         ("ftp://example.com/hook", "url"),
         ("not a url", "url"),
+        // The URL parser takes `http:host`; the schema's pattern does not.
+        ("http:example.com/hook", "url"),
+        // IPv4 inside IPv6, and a documentation range (found by an audit).
+        ("http://[::169.254.169.254]/", "url"),
+        ("http://[2002:a9fe:a9fe::]/", "url"),
+        ("http://192.0.2.10/hook", "url"),
     ] {
         let f = fleet
             .fails(
@@ -261,6 +303,15 @@ async fn webhook_targets_and_inputs_are_checked(db: Db) {
         )
         .await;
     assert_eq!(f.details["path"], "events[0]");
+    // A name is refused without naming what it resolves to.
+    let named = fleet
+        .fails(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": "http://localhost:9/hook", "events": ["*"] }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert!(!named.message.contains("127.0.0.1"), "{named:?}");
     fleet
         .fails(
             "webhook.delete",

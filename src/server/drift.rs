@@ -76,12 +76,18 @@ impl Drift {
         })
     }
 
-    /// Whether two drifts are the same one: the same calls (planHash) and, since blocked
-    /// changes make no calls, the same blocked changes.
+    /// Whether two drifts are the same one, so that `fleet.drifted` is published once per
+    /// distinct drift: the same changes (fields, before and after), counts and blocked. The
+    /// planHash alone is not the drift: its calls carry revisions, which an edit the document
+    /// does not speak of moves (an offer to an unlisted tenant, an update to the same values),
+    /// and each such edit re-published the same drift. A list cut at [`MAX_CHANGES`] does not
+    /// show every change: then the planHash must match too.
     pub fn same(&self, other: &Drift) -> bool {
-        self.plan_hash == other.plan_hash
-            && self.blocked == other.blocked
-            && (!self.blocked || self.changes == other.changes)
+        let complete = self.changes.len() < MAX_CHANGES && other.changes.len() < MAX_CHANGES;
+        self.blocked == other.blocked
+            && self.summary == other.summary
+            && self.changes == other.changes
+            && (complete || self.plan_hash == other.plan_hash)
     }
 }
 
@@ -375,6 +381,32 @@ mod tests {
             .unwrap()
             .get(0);
         (row.get(0), row.get(1), events)
+    }
+
+    #[test]
+    fn a_drift_is_its_changes_not_its_revisions() {
+        let drift = |changes: Vec<Change>, hash: &str| Drift {
+            summary: Summary {
+                update: changes.len(),
+                ..Summary::default()
+            },
+            changes,
+            blocked: false,
+            plan_hash: hash.into(),
+        };
+        let one = || vec![change("a -> acme", Action::Update, None)];
+        // An edit the document does not speak of moved a revision: the same drift.
+        assert!(drift(one(), "h1").same(&drift(one(), "h2")));
+        let other = vec![change("b -> acme", Action::Update, None)];
+        assert!(!drift(one(), "h1").same(&drift(other, "h1")));
+        // A list cut at MAX_CHANGES hides changes: only the planHash tells.
+        let many = || {
+            (0..MAX_CHANGES)
+                .map(|i| change(&format!("p{i} -> acme"), Action::Update, None))
+                .collect::<Vec<_>>()
+        };
+        assert!(drift(many(), "h1").same(&drift(many(), "h1")));
+        assert!(!drift(many(), "h1").same(&drift(many(), "h2")));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

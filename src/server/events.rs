@@ -162,15 +162,26 @@ pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 /// How long events are kept: `BETTER_COMPUTE_EVENT_RETENTION_DAYS` (whole days; `off` keeps
 /// them forever). An unreadable value keeps the default and says so in the log.
 pub fn retention_from_env() -> Option<std::time::Duration> {
-    let days = match std::env::var("BETTER_COMPUTE_EVENT_RETENTION_DAYS") {
-        Err(_) => DEFAULT_RETENTION_DAYS,
-        Ok(v) if v.trim() == "off" => return None,
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+    retention(
+        std::env::var("BETTER_COMPUTE_EVENT_RETENTION_DAYS")
+            .ok()
+            .as_deref(),
+    )
+}
+
+/// [`retention_from_env`] of the variable's value.
+fn retention(value: Option<&str>) -> Option<std::time::Duration> {
+    let days = match value.map(str::trim) {
+        None => DEFAULT_RETENTION_DAYS,
+        Some("off") => return None,
+        Some(v) => v.parse().unwrap_or_else(|_| {
             tracing::warn!(value = %v, "BETTER_COMPUTE_EVENT_RETENTION_DAYS is not a number of days or off; keeping {DEFAULT_RETENTION_DAYS}");
             DEFAULT_RETENTION_DAYS
         }),
     };
-    Some(std::time::Duration::from_secs(days * 86_400))
+    // Saturating: a huge count of days wrapped around to minutes, and the sweep deleted
+    // recent events; saturated, it keeps them (about) forever, as asked.
+    Some(std::time::Duration::from_secs(days.saturating_mul(86_400)))
 }
 
 /// The events [`prune`] deletes (created before `$1`, no delivery pending), named once for
@@ -245,7 +256,20 @@ pub async fn start(state: &AppState) -> Result<(), sqlx::Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::OLD;
+    use super::{DEFAULT_RETENTION_DAYS, OLD, retention};
+    use std::time::Duration;
+
+    #[test]
+    fn retention_reads_days_off_and_huge_counts() {
+        let days = |d: u64| Some(Duration::from_secs(d * 86_400));
+        assert_eq!(retention(None), days(DEFAULT_RETENTION_DAYS));
+        assert_eq!(retention(Some(" 7 ")), days(7));
+        assert_eq!(retention(Some("off")), None);
+        assert_eq!(retention(Some("soon")), days(DEFAULT_RETENTION_DAYS));
+        // 94368760191893771 days times 86,400 seconds wraps to 128 seconds in u64.
+        let huge = retention(Some("94368760191893771")).unwrap();
+        assert!(huge > Duration::from_secs(1 << 60), "{huge:?}");
+    }
     use crate::server::db::{Db, Modules};
     use sqlx::Row as _;
 

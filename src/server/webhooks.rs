@@ -105,15 +105,18 @@ pub enum TargetError {
     /// No host.
     #[error("the URL has no host")]
     NoHost,
-    /// The host does not resolve.
-    #[error("{host} does not resolve: {reason}")]
-    Resolve {
+    /// A host name that does not resolve, or resolves to an address webhooks may not
+    /// target: one message for both, naming no address, so that a tenant cannot map the
+    /// server's internal names by creating webhooks.
+    #[error(
+        "{host} does not resolve to an address webhooks may target: public addresses only \
+         (loopback and private ones when the server runs with --webhook-allow-private)"
+    )]
+    NotPublic {
         /// The host.
         host: String,
-        /// Why.
-        reason: String,
     },
-    /// An address it resolves to is not allowed.
+    /// An address literal that is not allowed.
     #[error("{host} ({addr}) is a {why} address, which webhooks may not target")]
     Refused {
         /// The host.
@@ -140,25 +143,57 @@ pub struct Target {
 /// Host names of cloud metadata services, refused whatever they resolve to.
 const METADATA_HOSTS: &[&str] = &["metadata.google.internal", "metadata.goog", "metadata"];
 
-/// The class of an address webhooks may not target, if any: link-local, metadata and
-/// non-unicast addresses always; loopback and private ranges unless `allow_private`.
+/// The class of an address webhooks may not target, if any: link-local, metadata,
+/// non-unicast and special-purpose (documentation, benchmarking, IETF protocol, discard)
+/// addresses always; loopback and private ranges unless `allow_private`. An IPv4 address
+/// carried inside an IPv6 one (mapped, compatible, NAT64 well-known and local-use, 6to4) is
+/// judged as itself, so no IPv6 spelling reaches what its IPv4 one may not.
 pub fn refused(ip: IpAddr, allow_private: bool) -> Option<&'static str> {
-    let v4 = match ip {
-        IpAddr::V4(v4) => Some(v4),
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().or_else(|| {
-            // NAT64 (64:ff9b::/96) embeds an IPv4 address.
-            let s = v6.segments();
-            (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]).then(|| {
-                let o = v6.octets();
-                Ipv4Addr::new(o[12], o[13], o[14], o[15])
-            })
-        }),
-    };
-    if let Some(v4) = v4 {
-        return refused_v4(v4, allow_private);
+    match ip {
+        IpAddr::V4(v4) => refused_v4(v4, allow_private),
+        IpAddr::V6(v6) if v6.segments()[..3] == [0x64, 0xff9b, 1] => {
+            // NAT64's local-use prefix (RFC 8215) is a network's own, of a length this server
+            // cannot know: judge the IPv4 address of a /48 and of a /96 embedding (RFC 6052),
+            // and the prefix itself as private.
+            let o = v6.octets();
+            [
+                Ipv4Addr::new(o[12], o[13], o[14], o[15]),
+                Ipv4Addr::new(o[6], o[7], o[9], o[10]),
+            ]
+            .into_iter()
+            .find_map(|v4| refused_v4(v4, allow_private))
+            .or((!allow_private).then_some("private"))
+        }
+        IpAddr::V6(v6) => match embedded_v4(v6) {
+            Some(v4) => refused_v4(v4, allow_private),
+            None => refused_v6(v6, allow_private),
+        },
     }
-    let IpAddr::V6(v6) = ip else { return None };
-    refused_v6(v6, allow_private)
+}
+
+/// The IPv4 address an IPv6 one carries, if any (NAT64's local-use prefix aside: see
+/// [`refused`]).
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let o = ip.octets();
+    let last = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if let Some(mapped) = ip.to_ipv4_mapped() {
+        return Some(mapped);
+    }
+    // IPv4-compatible (::a.b.c.d, deprecated but still routed by some stacks); `::` and `::1`
+    // are IPv6's own unspecified and loopback addresses.
+    if s[..6] == [0; 6] && !ip.is_unspecified() && !ip.is_loopback() {
+        return Some(last);
+    }
+    // NAT64, well-known prefix 64:ff9b::/96 (RFC 6052).
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(last);
+    }
+    // 6to4 (2002::/16) embeds the IPv4 address in bytes 2-5.
+    if s[0] == 0x2002 {
+        return Some(Ipv4Addr::new(o[2], o[3], o[4], o[5]));
+    }
+    None
 }
 
 fn refused_v4(ip: Ipv4Addr, allow_private: bool) -> Option<&'static str> {
@@ -172,6 +207,13 @@ fn refused_v4(ip: Ipv4Addr, allow_private: bool) -> Option<&'static str> {
     }
     if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || o[0] == 0 || o[0] >= 240 {
         return Some("non-unicast or reserved");
+    }
+    // IANA special-purpose: IETF protocol assignments 192.0.0.0/24, documentation
+    // 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24, benchmarking 198.18.0.0/15.
+    let special = matches!(o, [192, 0, 0 | 2, _] | [198, 51, 100, _] | [203, 0, 113, _])
+        || (o[0] == 198 && (o[1] & 0xfe) == 18);
+    if special {
+        return Some("special-purpose");
     }
     if allow_private {
         return None;
@@ -197,6 +239,10 @@ fn refused_v6(ip: Ipv6Addr, allow_private: bool) -> Option<&'static str> {
     }
     if ip.is_unspecified() || ip.is_multicast() {
         return Some("non-unicast or reserved");
+    }
+    // Documentation 2001:db8::/32, discard-only 100::/64.
+    if s[..2] == [0x2001, 0xdb8] || s[..4] == [0x100, 0, 0, 0] {
+        return Some("special-purpose");
     }
     if allow_private {
         return None;
@@ -237,17 +283,15 @@ pub async fn check_target(url: &str, allow_private: bool) -> Result<Target, Targ
             }
             let resolved = tokio::net::lookup_host((host.as_str(), port))
                 .await
-                .map_err(|e| TargetError::Resolve {
-                    host: host.clone(),
-                    reason: e.to_string(),
-                })?
-                .map(|a| a.ip())
-                .collect::<Vec<_>>();
-            if resolved.is_empty() {
-                return Err(TargetError::Resolve {
-                    host,
-                    reason: "no addresses".into(),
-                });
+                .map(|addrs| addrs.map(|a| a.ip()).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let allowed = !resolved.is_empty()
+                && resolved
+                    .iter()
+                    .all(|ip| refused(*ip, allow_private).is_none());
+            if !allowed {
+                tracing::debug!(host, addresses = ?resolved, "webhook target refused");
+                return Err(TargetError::NotPublic { host });
             }
             (Some(raw_host.to_string()), resolved)
         }
@@ -753,6 +797,17 @@ pub async fn create(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
     if input.url.chars().count() > 2048 {
         return Err(ApiError::invalid("url", "a URL of at most 2048 characters"));
     }
+    // As the schema's pattern says: the URL parser would also take `http:host/path`.
+    let scheme_end = input.url.find("://").unwrap_or(0);
+    if !matches!(
+        input.url[..scheme_end].to_ascii_lowercase().as_str(),
+        "http" | "https"
+    ) {
+        return Err(ApiError::invalid(
+            "url",
+            "a URL starting with http:// or https://",
+        ));
+    }
     if input.events.is_empty() {
         return Err(ApiError::invalid(
             "events",
@@ -985,8 +1040,19 @@ pub async fn redeliver(state: &AppState, caller: &Caller, input: &[u8]) -> Resul
     let mut tx = state.db.write_tx().await?;
     let hook = require_webhook(&mut tx, &input.tenant_id, &input.id).await?;
     let event = events::load(&mut tx, &input.event_id).await?;
-    if event.is_none_or(|e| e.tenant_id != input.tenant_id) {
+    let Some(event) = event.filter(|e| e.tenant_id == input.tenant_id) else {
         return Err(ApiError::not_found("event", &input.event_id));
+    };
+    // A redelivery repeats what the endpoint subscribed to; it never widens the subscription.
+    let events: String = hook.try_get(2)?;
+    if !subscribed(&events, &event.kind) {
+        return Err(ApiError::invalid(
+            "eventId",
+            format!(
+                "webhook {} does not subscribe to {} events (it subscribes to {events})",
+                input.id, event.kind
+            ),
+        ));
     }
     if hook.try_get::<Option<i64>, _>(3)?.is_some() {
         sqlx::query(
@@ -1048,6 +1114,56 @@ mod tests {
             ("192.168.1.1", Some("private"), None),
             ("100.64.0.1", Some("private"), None),
             ("fd12::1", Some("private"), None),
+            // IPv4 inside IPv6: compatible, NAT64 local-use, 6to4 (found by an audit).
+            ("::169.254.169.254", Some("link-local"), Some("link-local")),
+            ("::127.0.0.1", Some("loopback"), None),
+            (
+                "64:ff9b:1::a9fe:a9fe",
+                Some("link-local"),
+                Some("link-local"),
+            ),
+            (
+                "64:ff9b:1:a9fe:a9:fe00::",
+                Some("non-unicast or reserved"),
+                Some("non-unicast or reserved"),
+            ),
+            (
+                "64:ff9b:1:a9fe:a9:fe00:5db8:d70e",
+                Some("link-local"),
+                Some("link-local"),
+            ),
+            ("64:ff9b:1:5db8:d7:e00:5db8:d70e", Some("private"), None),
+            ("2002:a9fe:a9fe::", Some("link-local"), Some("link-local")),
+            ("2002:7f00:1::", Some("loopback"), None),
+            ("2002:5db8:d70e::1", None, None),
+            // Special-purpose ranges.
+            (
+                "192.0.2.1",
+                Some("special-purpose"),
+                Some("special-purpose"),
+            ),
+            (
+                "192.0.0.8",
+                Some("special-purpose"),
+                Some("special-purpose"),
+            ),
+            (
+                "198.19.0.1",
+                Some("special-purpose"),
+                Some("special-purpose"),
+            ),
+            (
+                "203.0.113.9",
+                Some("special-purpose"),
+                Some("special-purpose"),
+            ),
+            (
+                "2001:db8::1",
+                Some("special-purpose"),
+                Some("special-purpose"),
+            ),
+            ("100::1", Some("special-purpose"), Some("special-purpose")),
+            ("198.20.0.1", None, None),
             ("93.184.215.14", None, None),
             ("2606:4700::1111", None, None),
         ] {
@@ -1094,12 +1210,19 @@ mod tests {
                 ..
             })
         ));
+        // A name is refused without saying what it resolves to.
+        let named = check_target("http://localhost:9/hook", false).await;
+        assert!(
+            matches!(&named, Err(TargetError::NotPublic { host }) if host == "localhost"),
+            "{named:?}"
+        );
+        assert!(
+            !named.unwrap_err().to_string().contains("127.0.0.1"),
+            "the message names no address"
+        );
         assert!(matches!(
-            check_target("http://localhost:9/hook", false).await,
-            Err(TargetError::Refused {
-                why: "loopback",
-                ..
-            })
+            check_target("http://no-such-host.invalid/", true).await,
+            Err(TargetError::NotPublic { .. })
         ));
         let ok = check_target("http://localhost:9/hook", true).await.unwrap();
         assert!(
