@@ -2,8 +2,67 @@
 
 mod common;
 
-use common::{Server, TempDir};
+use common::{Server, TempDir, binary};
 use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How a start that must fail ended.
+struct Exit {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs `serve --listen 127.0.0.1:0` with `args` in `dir` until it exits, which it must do
+/// within a minute (a start that fails never listens).
+fn serve_exits(dir: &Path, args: &[&str]) -> Exit {
+    let (out, err) = (dir.join("serve.out"), dir.join("serve.err"));
+    let started = Instant::now();
+    let mut child = Command::new(binary())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!(
+                "serve {args:?} still runs after a minute; stderr:\n{}",
+                std::fs::read_to_string(&err).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Exit {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap(),
+        stderr: std::fs::read_to_string(&err).unwrap(),
+        took: started.elapsed(),
+    }
+}
+
+/// `principal.list` of root as `key`: the key works.
+async fn key_works(server: &Server, key: &str) -> bool {
+    reqwest::Client::new()
+        .post(server.url("/api/principal.list"))
+        .bearer_auth(key)
+        .json(&serde_json::json!({ "tenantId": "root" }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        == reqwest::StatusCode::OK
+}
 
 #[tokio::test]
 async fn serve_answers_health_and_serves_the_console() {
@@ -33,4 +92,20 @@ async fn serve_answers_health_and_serves_the_console() {
     assert!(!policy.contains("unsafe-inline"), "{policy}");
     assert_eq!(index.headers()["x-content-type-options"], "nosniff");
     assert_eq!(index.text().await.unwrap(), page);
+}
+
+#[test]
+fn an_unsupported_database_url_never_shows_its_password() {
+    let dir = TempDir::new("mysql");
+    let exit = serve_exits(
+        dir.path(),
+        &["--database", "mysql://u:secretpw@db.example/fleet"],
+    );
+    assert_eq!(exit.code, Some(1), "{}", exit.stderr);
+    assert!(
+        exit.stderr.contains("unsupported database URL"),
+        "{}",
+        exit.stderr
+    );
+    assert!(!exit.stderr.contains("secretpw"), "{}", exit.stderr);
 }

@@ -16,7 +16,7 @@ pub type Tx = Transaction<'static, Any>;
 /// Failure to open or migrate the database.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    /// The URL is neither `sqlite:` nor `postgres:`.
+    /// The URL is neither `sqlite:` nor `postgres:` (held redacted: it may carry a password).
     #[error("unsupported database URL {0:?} (use sqlite://PATH or postgres://...)")]
     UnsupportedUrl(String),
     /// Creating the SQLite file's folder failed.
@@ -183,7 +183,7 @@ impl Db {
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             (Backend::Postgres, url.to_string())
         } else {
-            return Err(DbError::UnsupportedUrl(url.to_string()));
+            return Err(DbError::UnsupportedUrl(redact(url)));
         };
         let options = AnyConnectOptions::from_str(&url)?;
         let pool = AnyPoolOptions::new()
@@ -309,6 +309,27 @@ impl Db {
         }
         Ok(())
     }
+}
+
+/// `url` fit to print: the user and password before `@` hidden (`postgres://***@host/db`),
+/// and a `password=` parameter's value.
+pub fn redact(url: &str) -> String {
+    let start = url.find("://").map_or(0, |s| s + 3);
+    let mut out = match url.rfind('@') {
+        Some(at) if at >= start => format!("{}***{}", &url[..start], &url[at..]),
+        _ => url.to_string(),
+    };
+    if let Some((head, query)) = out.split_once('?') {
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out = format!("{head}?{}", query.join("&"));
+    }
+    out
 }
 
 /// Whether the row exists; a small helper for `SELECT 1` checks.

@@ -285,7 +285,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
     let db = Db::open(&config.database, config.modules)
         .await
-        .with_context(|| format!("opening the database {}", redact(&config.database)))?;
+        .with_context(|| format!("opening the database {}", db::redact(&config.database)))?;
     let admin_key = iam::bootstrap(&db)
         .await
         .context("creating the root tenant")?;
@@ -302,13 +302,6 @@ pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> 
         ])),
     };
     Ok((state, admin_key))
-}
-
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***{}", &url[..s], &url[at..]),
-        _ => url.to_string(),
-    }
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
