@@ -109,3 +109,18 @@ fn an_unsupported_database_url_never_shows_its_password() {
     );
     assert!(!exit.stderr.contains("secretpw"), "{}", exit.stderr);
 }
+
+#[test]
+fn an_in_memory_sqlite_database_is_refused() {
+    let dir = TempDir::new("memory");
+    for url in ["sqlite::memory:", "sqlite://:memory:"] {
+        let exit = serve_exits(dir.path(), &["--database", url]);
+        assert_eq!(exit.code, Some(1), "{url}: {}", exit.stderr);
+        assert!(
+            exit.stderr
+                .contains("in-memory SQLite database is not supported"),
+            "{url}: {}",
+            exit.stderr
+        );
+    }
+}

@@ -19,6 +19,13 @@ pub enum DbError {
     /// The URL is neither `sqlite:` nor `postgres:` (held redacted: it may carry a password).
     #[error("unsupported database URL {0:?} (use sqlite://PATH or postgres://...)")]
     UnsupportedUrl(String),
+    /// An in-memory SQLite database: each pooled connection would open its own empty one,
+    /// and the data would end with the process.
+    #[error(
+        "an in-memory SQLite database is not supported: each of the server's connections would \
+         see its own empty database, and the data would end with the process (use sqlite://PATH)"
+    )]
+    InMemory,
     /// Creating the SQLite file's folder failed.
     #[error("creating {path}: {source}")]
     CreateDir {
@@ -165,6 +172,9 @@ impl Db {
             .or_else(|| url.strip_prefix("sqlite:"))
         {
             let file = path.split('?').next().unwrap_or(path);
+            if file.is_empty() || file == ":memory:" || path.contains("mode=memory") {
+                return Err(DbError::InMemory);
+            }
             if let Some(dir) = std::path::Path::new(file).parent()
                 && !dir.as_os_str().is_empty()
             {
