@@ -124,3 +124,19 @@ fn an_in_memory_sqlite_database_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_postgresql_that_is_down_fails_the_start_at_once_with_the_cause() {
+    let dir = TempDir::new("pgdown");
+    // A port nothing listens on.
+    let port = common::free_port();
+    let url = format!("postgres://u:pw@127.0.0.1:{port}/fleet");
+    let exit = serve_exits(dir.path(), &["--database", &url]);
+    assert_eq!(exit.code, Some(1), "{}", exit.stderr);
+    assert!(
+        exit.stderr.to_lowercase().contains("connection refused"),
+        "{}",
+        exit.stderr
+    );
+    assert!(exit.took < Duration::from_secs(10), "{:?}", exit.took);
+}

@@ -26,6 +26,9 @@ pub enum DbError {
          see its own empty database, and the data would end with the process (use sqlite://PATH)"
     )]
     InMemory,
+    /// The database did not answer the first connection in time.
+    #[error("connecting: no answer within {0:?}")]
+    ConnectTimeout(std::time::Duration),
     /// Creating the SQLite file's folder failed.
     #[error("creating {path}: {source}")]
     CreateDir {
@@ -196,6 +199,13 @@ impl Db {
             return Err(DbError::UnsupportedUrl(redact(url)));
         };
         let options = AnyConnectOptions::from_str(&url)?;
+        // The pool retries a failed connection until its acquire timeout (30 s) and then
+        // reports only the timeout; one connection first fails at once with the cause
+        // ("connection refused", a wrong password, a missing database).
+        let first = tokio::time::timeout(CONNECT_TIMEOUT, AnyConnection::connect_with(&options))
+            .await
+            .map_err(|_| DbError::ConnectTimeout(CONNECT_TIMEOUT))??;
+        first.close().await?;
         let pool = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
             .after_connect(move |conn, _| {
@@ -320,6 +330,9 @@ impl Db {
         Ok(())
     }
 }
+
+/// How long the first connection may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `url` fit to print: the user and password before `@` hidden (`postgres://***@host/db`),
 /// and a `password=` parameter's value.
