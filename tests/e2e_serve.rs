@@ -140,3 +140,38 @@ fn a_postgresql_that_is_down_fails_the_start_at_once_with_the_cause() {
     );
     assert!(exit.took < Duration::from_secs(10), "{:?}", exit.took);
 }
+
+#[tokio::test]
+async fn a_key_file_that_cannot_be_written_stops_the_start_before_the_key_exists() {
+    let dir = TempDir::new("keyfile");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    let missing = dir.path().join("missing").join("admin.key");
+    let folder = dir.path().to_str().unwrap();
+    for path in [missing.to_str().unwrap(), folder] {
+        let exit = serve_exits(
+            dir.path(),
+            &["--database", &database, "--admin-key-file", path],
+        );
+        assert_eq!(exit.code, Some(1), "{}", exit.stderr);
+        assert!(
+            exit.stderr.contains("--admin-key-file") && exit.stderr.contains(path),
+            "{}",
+            exit.stderr
+        );
+        assert!(!exit.stdout.contains("admin api key"), "{}", exit.stdout);
+    }
+    assert!(!missing.parent().unwrap().exists());
+
+    // Nothing was created: the next start, with a path it can write, makes the key there.
+    let key_file = dir.path().join("admin.key");
+    let server = Server::start([
+        "--database",
+        &database,
+        "--admin-key-file",
+        key_file.to_str().unwrap(),
+    ]);
+    let key = std::fs::read_to_string(&key_file).expect("the key file is written");
+    assert!(key.starts_with("bc_"), "{key:?}");
+    assert!(key_works(&server, key.trim()).await);
+    assert!(!server.stdout().iter().any(|l| l.contains("admin api key")));
+}

@@ -281,14 +281,50 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     tokio::runtime::Runtime::new()?.block_on(serve(config))
 }
 
-/// Opens the database (migrating it), bootstraps IAM, and returns the shared state.
+/// Opens the database (migrating it), bootstraps IAM, and returns the shared state and the
+/// first administrator's key to print: made by this start and not written to
+/// `--admin-key-file`.
 pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> {
     let db = Db::open(&config.database, config.modules)
         .await
         .with_context(|| format!("opening the database {}", db::redact(&config.database)))?;
-    let admin_key = iam::bootstrap(&db)
-        .await
-        .context("creating the root tenant")?;
+    // The key is shown once: a key file that cannot be written stops the start before the
+    // administrator and its key exist, not after (a later start finds root and shows nothing).
+    let mut conn = db.pool.acquire().await?;
+    let bootstrapped = db::exists(
+        &mut conn,
+        "SELECT id FROM tenants WHERE id = $1",
+        &[iam::ROOT],
+    )
+    .await?;
+    drop(conn);
+    let key_file = match &config.admin_key_file {
+        Some(path) if !bootstrapped => Some(KeyFile::open(path)?),
+        _ => None,
+    };
+    let admin_key = match iam::bootstrap(&db).await {
+        Ok(key) => key,
+        Err(err) => {
+            key_file.map(KeyFile::discard);
+            return Err(err).context("creating the root tenant");
+        }
+    };
+    let admin_key = match (admin_key, key_file) {
+        (Some(key), Some(file)) => match file.write(&key) {
+            Ok(()) => None,
+            Err(err) => {
+                // Committed already: printed rather than lost.
+                println!("admin api key: {key}");
+                return Err(err);
+            }
+        },
+        (None, Some(file)) => {
+            // Another process bootstrapped in between.
+            file.discard();
+            None
+        }
+        (key, None) => key,
+    };
     let state = AppState {
         db,
         modules: config.modules,
@@ -308,10 +344,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let (state, admin_key) = open(config).await?;
     let config = state.config.clone();
     if let Some(key) = admin_key {
-        match &config.admin_key_file {
-            Some(path) => write_key_file(path, &key)?,
-            None => println!("admin api key: {key}"),
-        }
+        println!("admin api key: {key}");
     }
     if config.demo {
         demo::seed(&state).await.context("seeding the demo fleet")?;
@@ -362,17 +395,60 @@ async fn shutdown() {
     }
 }
 
-fn write_key_file(path: &std::path::Path, key: &str) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    writeln!(file, "{key}").with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+/// `--admin-key-file`, opened for writing before the key exists.
+struct KeyFile {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Made by this start (an existing file is left as it was when no key comes).
+    created: bool,
+}
+
+impl KeyFile {
+    /// Creates the file (mode 0600), or opens an existing one without truncating it.
+    fn open(path: &std::path::Path) -> anyhow::Result<KeyFile> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let opened = match options.open(path) {
+            Ok(file) => Ok((file, true)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map(|file| (file, false))
+            }
+            Err(err) => Err(err),
+        };
+        let (file, created) = opened.with_context(|| {
+            format!(
+                "--admin-key-file {}: cannot write it, so no administrator was created",
+                path.display()
+            )
+        })?;
+        Ok(KeyFile {
+            path: path.to_path_buf(),
+            file,
+            created,
+        })
+    }
+
+    /// Replaces the file's content with the key.
+    fn write(mut self, key: &str) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        self.file
+            .set_len(0)
+            .and_then(|()| writeln!(self.file, "{key}"))
+            .and_then(|()| self.file.sync_all())
+            .with_context(|| format!("writing --admin-key-file {}", self.path.display()))
+    }
+
+    /// No key came: a file this start made goes again.
+    fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The HTTP routes: the API, its OpenAPI document, health, and the console.
