@@ -175,3 +175,38 @@ async fn a_key_file_that_cannot_be_written_stops_the_start_before_the_key_exists
     assert!(key_works(&server, key.trim()).await);
     assert!(!server.stdout().iter().any(|l| l.contains("admin api key")));
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_existing_key_file_gets_the_key_at_mode_0600_and_later_starts_leave_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = TempDir::new("keymode");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    let key_file = dir.path().join("admin.key");
+    std::fs::write(
+        &key_file,
+        "stale content, longer than any key would ever be .......................\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let args = [
+        "--database",
+        &database,
+        "--admin-key-file",
+        key_file.to_str().unwrap(),
+    ];
+    let server = Server::start(args);
+    let key = std::fs::read_to_string(&key_file).unwrap();
+    assert!(
+        key.starts_with("bc_") && key.ends_with('\n') && key.lines().count() == 1,
+        "{key:?}"
+    );
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    assert!(key_works(&server, key.trim()).await);
+    drop(server);
+
+    // A later start (root exists) leaves the file as it is.
+    let _again = Server::start(args);
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), key);
+}

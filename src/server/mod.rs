@@ -433,11 +433,20 @@ impl KeyFile {
         })
     }
 
-    /// Replaces the file's content with the key.
+    /// Replaces the file's content with the key, at mode 0600 whatever the file's mode was
+    /// (`OpenOptionsExt::mode` applies only when the file is created).
     fn write(mut self, key: &str) -> anyhow::Result<()> {
         use std::io::Write as _;
-        self.file
-            .set_len(0)
+        #[cfg(unix)]
+        let private = {
+            use std::os::unix::fs::PermissionsExt as _;
+            self.file
+                .set_permissions(std::fs::Permissions::from_mode(0o600))
+        };
+        #[cfg(not(unix))]
+        let private = Ok(());
+        private
+            .and_then(|()| self.file.set_len(0))
             .and_then(|()| writeln!(self.file, "{key}"))
             .and_then(|()| self.file.sync_all())
             .with_context(|| format!("writing --admin-key-file {}", self.path.display()))
