@@ -92,16 +92,24 @@ pub fn secret_references(schema: &mut Schema) {
     );
 }
 
-/// `providerAccount` is required when the class is `provider`, and forbidden otherwise.
+/// `providerAccount` is required (a name) when the class is `provider`, and left out otherwise.
+/// `null` is the field left out, as the validator reads it: `null` is no account for a
+/// `provider` pool, and allowed for any other.
 pub fn provider_account_iff_provider(schema: &mut Schema) {
     schema.insert(
         "if".into(),
         json!({ "properties": { "class": { "const": "provider" } }, "required": ["class"] }),
     );
-    schema.insert("then".into(), json!({ "required": ["providerAccount"] }));
+    schema.insert(
+        "then".into(),
+        json!({
+            "required": ["providerAccount"],
+            "properties": { "providerAccount": { "type": "string" } },
+        }),
+    );
     schema.insert(
         "else".into(),
-        json!({ "not": { "required": ["providerAccount"] } }),
+        json!({ "properties": { "providerAccount": { "type": "null" } } }),
     );
 }
 
@@ -133,6 +141,15 @@ mod tests {
             0
         );
         assert_eq!(pool["then"]["required"], json!(["providerAccount"]));
+        // `null` is the field left out: no account, for any class (as the validator reads it).
+        assert_eq!(
+            pool["then"]["properties"]["providerAccount"]["type"],
+            "string"
+        );
+        assert_eq!(
+            pool["else"]["properties"]["providerAccount"]["type"],
+            "null"
+        );
         let flavor = &schema["definitions"]["Flavor"];
         assert_eq!(flavor["properties"]["vcpu"]["minimum"], 1);
         assert_eq!(flavor["properties"]["memoryGiB"]["minimum"], 1);

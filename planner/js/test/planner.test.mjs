@@ -169,11 +169,23 @@ test('the generated JSON Schema is the committed one, and agrees with the valida
       assert.ok(check(parsed), `${name}: ${JSON.stringify(check.errors)}`);
     }
   }
+  const sites = [{ name: 'fra', kind: 'shared', region: 'eu' }];
+  // `null` for an optional field is the field left out, for the schema as for the validator.
+  const accepted = [
+    { version: 1, sites, pools: [{ name: 'p', site: 'fra', class: 'vps-host', providerAccount: null }] },
+    { version: 1, sites, pools: [{ name: 'p', site: 'fra', class: 'vps-host', gpuModel: null, policy: null }] },
+  ];
+  for (const document of accepted) {
+    assert.equal(planner.validate(document).ok, true, JSON.stringify(planner.validate(document)));
+    assert.ok(check(document), `${JSON.stringify(document)}: ${JSON.stringify(check.errors)}`);
+  }
   const rejected = [
     { version: 2 },
     { version: 1, extra: true },
     { version: 1, sites: [{ name: 'Fra', kind: 'shared', region: 'x' }] },
     { version: 1, pools: [{ name: 'p', site: 'fra', class: 'provider' }] },
+    // `null` is the field left out: no account, which a provider pool must name.
+    { version: 1, sites, pools: [{ name: 'p', site: 'fra', class: 'provider', providerAccount: null }] },
     { version: 1, pools: [{ name: 'p', site: 'fra', class: 'vps-host', ownerQuota: { '9gpu': 1 } }] },
     { version: 1, flavors: [{ pool: 'p', name: 'f', vcpu: 0, memoryGiB: 1, diskGiB: 0 }] },
     { version: 1, providerAccounts: [{ name: 'c', provider: 'x', config: { apiToken: 'plain' } }] },
