@@ -1147,3 +1147,267 @@ async fn hand_edits_are_not_lost_or_duplicated(db: Db) {
     );
 }
 both!(hand_edits_kept, hand_edits_are_not_lost_or_duplicated);
+
+/// The database of a test that restarts its server: a fresh SQLite file or PostgreSQL
+/// database, and the folder that holds the file.
+async fn restartable(db: Db) -> (String, Option<common::TempDir>) {
+    match db {
+        Db::Sqlite => {
+            let dir = common::TempDir::new("modules-off");
+            let url = format!("sqlite://{}", dir.path().join("fleet.db").display());
+            (url, Some(dir))
+        }
+        Db::Postgres => (server_support::fresh_postgres().await, None),
+    }
+}
+
+/// The blocked changes of a plan of `doc` with prune, as (kind, name, note).
+async fn blocked(fleet: &Fleet, key: &str, doc: &Value) -> Vec<(String, String, String)> {
+    let plan = fleet
+        .call_as(
+            key,
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": doc, "prune": true }),
+        )
+        .await
+        .unwrap();
+    plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["blocked"] == true)
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (text("kind"), text("name"), text("note"))
+        })
+        .collect()
+}
+
+async fn modules_switched_off_keep_what_their_rows_use(db: Db) {
+    let (database, _dir) = restartable(db).await;
+    // The demo: pool vps-fra with flavor g1.small, root's template py-small and acme's
+    // acme-py on it (offered to acme).
+    let key = Fleet::start_on(&database, &["--demo"], &[]).key.clone();
+
+    // Sandboxes off: the templates are left out of the export, yet they stay.
+    let fleet = Fleet::start_on(&database, &["--sandboxes", "false"], &[]);
+    let export = fleet
+        .call_as(&key, "fleet.export", json!({ "tenantId": "root" }))
+        .await
+        .unwrap();
+    let mut doc = export["config"].clone();
+    let pools = doc["pools"].as_array_mut().unwrap();
+    let vps_fra = pools.iter_mut().find(|p| p["name"] == "vps-fra").unwrap();
+    vps_fra["offers"] = json!([]);
+    doc["flavors"] = json!([]);
+    let notes = blocked(&fleet, &key, &doc).await;
+    let note = |kind: &str| {
+        notes
+            .iter()
+            .find(|(k, _, _)| k == kind)
+            .map(|(_, _, note)| note.clone())
+            .unwrap_or_else(|| panic!("no blocked {kind}: {notes:?}"))
+    };
+    assert_eq!(
+        note("offer"),
+        "offer is used by sandbox template \"acme-py\" of tenant acme"
+    );
+    // Both templates use it; the note names the first by tenant and name.
+    assert_eq!(
+        note("flavor"),
+        "flavor is used by sandbox template \"acme-py\" of tenant acme"
+    );
+    // The apply is refused as blocked: before, the unoffer went through and the flavor delete
+    // failed on its foreign key (a 500).
+    let refused = fleet
+        .call_as(
+            &key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "prune": true }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, "PLAN_BLOCKED", "{refused:?}");
+    drop(fleet);
+
+    // The vps module off: flavors and provider accounts left out, templates too.
+    let fleet = Fleet::start_on(&database, &["--vps", "false"], &[]);
+    let export = fleet
+        .call_as(&key, "fleet.export", json!({ "tenantId": "root" }))
+        .await
+        .unwrap();
+    let mut doc = export["config"].clone();
+    doc["pools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|p| p["name"] != "vps-fra");
+    let notes = blocked(&fleet, &key, &doc).await;
+    let (_, _, pool) = notes
+        .iter()
+        .find(|(k, n, _)| k == "pool" && n == "vps-fra")
+        .unwrap_or_else(|| panic!("the archive is blocked: {notes:?}"));
+    assert!(pool.starts_with("pool is used by "), "{pool}");
+    let refused = fleet
+        .call_as(
+            &key,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "prune": true }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, "PLAN_BLOCKED", "{refused:?}");
+    // Archived by hand, the pool is refused too (the check no longer depends on the module).
+    let pool = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
+        .unwrap()
+        .clone();
+    let by_hand = fleet
+        .call_as(
+            &key,
+            "pool.archive",
+            json!({ "tenantId": "root", "id": pool["id"], "ifRevision": pool["revision"] }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(by_hand.code, "CONFLICT", "{by_hand:?}");
+}
+both!(modules_off, modules_switched_off_keep_what_their_rows_use);
+
+async fn a_stale_review_is_config_drift_even_when_blocked_now(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let site = |name: &str| json!({ "name": name, "kind": "shared", "region": "eu" });
+    let one = json!({ "version": 1, "sites": [site("a")] });
+    let two = json!({ "version": 1, "sites": [site("a"), site("b")] });
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": one, "prune": true }),
+        )
+        .await;
+    let reviewed = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": two, "prune": true }),
+        )
+        .await;
+    // After the review, someone adds a site by hand under a fleet name: planned now, the
+    // document would delete it, which is blocked (sites are never deleted).
+    fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": "root", "idempotencyKey": "fleet:root:site:c", "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    // Its delete makes no call, so the reviewed calls and planHash still hold: the apply is
+    // refused as blocked, which says why.
+    let apply = json!({ "tenantId": "root", "config": two, "prune": true, "planHash": reviewed["planHash"] });
+    fleet
+        .fails("fleet.apply", apply.clone(), "PLAN_BLOCKED")
+        .await;
+    // Then someone creates `b` by hand too: the reviewed create is gone from the calls. The
+    // fleet moved under the review: CONFIG_DRIFT (it was PLAN_BLOCKED, the blocked check
+    // first), audited.
+    fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": "root", "idempotencyKey": "fleet:root:site:b", "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    let drift = fleet.fails("fleet.apply", apply, "CONFIG_DRIFT").await;
+    assert_eq!(drift.details["summary"]["blocked"], true, "{drift:?}");
+    let audit = fleet
+        .ok(
+            "audit.list",
+            json!({ "tenantId": "root", "method": "fleet.apply" }),
+        )
+        .await;
+    assert_eq!(audit["items"][0]["outcome"], "config_drift");
+}
+both!(
+    stale_review_blocked,
+    a_stale_review_is_config_drift_even_when_blocked_now
+);
+
+/// Listings and exports order text byte by byte on PostgreSQL too, whatever the database's
+/// collation (an ICU `en-US` database, a common default, sorted `a_b` before `a-b`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_orders_as_sqlite_under_any_collation() {
+    use sqlx::Connection as _;
+    let base = common::postgres_url();
+    let name = format!("bc_test_icu_{}", std::process::id());
+    let mut conn = sqlx::postgres::PgConnection::connect(&base).await.unwrap();
+    sqlx::query(&format!(
+        "CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+    ))
+    .execute(&mut conn)
+    .await
+    .expect("an ICU database (PostgreSQL 15 with ICU)");
+    let (prefix, _) = base.rsplit_once('/').unwrap();
+    let fleet = Fleet::start_on(&format!("{prefix}/{name}"), &[], &[]);
+    let ids = ["ab", "a_b", "a1", "a.b", "a-b"];
+    for id in ids {
+        fleet.ok("tenant.create", json!({ "id": id })).await;
+    }
+    let mut sorted: Vec<&str> = ids.into_iter().chain(["root"]).collect();
+    sorted.sort();
+    let listed = fleet.ok("tenant.list", json!({})).await;
+    let listed: Vec<&str> = listed["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, sorted);
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    assert_eq!(export["tenants"], json!(sorted));
+    // A pool's owner quota and offers, as pool.get answers them.
+    let site = fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    let pool = fleet
+        .ok(
+            "pool.create",
+            json!({ "tenantId": "root", "siteId": site["id"], "class": "vps-host" }),
+        )
+        .await;
+    let resources = ["cpu", "a_b", "GPU", "a-b", "a1"];
+    for resource in resources {
+        fleet
+            .ok(
+                "pool.setOwnerQuota",
+                json!({ "tenantId": "root", "poolId": pool["id"], "resource": resource, "max": 1 }),
+            )
+            .await;
+    }
+    for tenant in ["a-b", "a_b", "ab"] {
+        fleet
+            .ok(
+                "pool.offer",
+                json!({ "tenantId": "root", "poolId": pool["id"], "tenant": tenant, "quota": {} }),
+            )
+            .await;
+    }
+    let got = fleet
+        .ok("pool.get", json!({ "tenantId": "root", "id": pool["id"] }))
+        .await;
+    let column = |list: &str, key: &str| -> Vec<String> {
+        got[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e[key].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut by_bytes: Vec<String> = resources.iter().map(|r| r.to_string()).collect();
+    by_bytes.sort();
+    assert_eq!(column("ownerQuota", "resource"), by_bytes);
+    assert_eq!(column("offers", "tenant"), ["a-b", "a_b", "ab"]);
+}

@@ -101,12 +101,12 @@ pub const MIGRATIONS: &[Migration] = &[
         wanted: |_| true,
     },
     Migration {
-        name: "vps/0001_core",
+        name: VPS_TABLES,
         sql: include_str!("../../migrations/vps/0001_core.sql"),
         wanted: |m| m.vps,
     },
     Migration {
-        name: "vps/0005_sandbox_templates",
+        name: SANDBOX_TABLES,
         sql: include_str!("../../migrations/vps/0005_sandbox_templates.sql"),
         wanted: |m| m.vps && m.sandboxes,
     },
@@ -331,6 +331,23 @@ impl Db {
     }
 }
 
+/// The migration that makes the vps module's tables (provider accounts, flavors).
+pub const VPS_TABLES: &str = "vps/0001_core";
+/// The migration that makes the sandbox templates' table.
+pub const SANDBOX_TABLES: &str = "vps/0005_sandbox_templates";
+
+/// Whether the database holds the tables `migration` makes. A module switched off keeps its
+/// tables and rows: what they reference must stay (a pool a template uses is not archived),
+/// served or not.
+pub async fn holds(conn: &mut AnyConnection, migration: &str) -> Result<bool, sqlx::Error> {
+    exists(
+        conn,
+        "SELECT name FROM migrations WHERE name = $1",
+        &[migration],
+    )
+    .await
+}
+
 /// How long the first connection may take.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -353,6 +370,20 @@ pub fn redact(url: &str) -> String {
         out = format!("{head}?{}", query.join("&"));
     }
     out
+}
+
+/// `columns` (text columns, comma-separated) ordered byte by byte, as SQLite orders text:
+/// PostgreSQL orders by the database's collation (an ICU `en-US` database put `a_b` before
+/// `a-b`, SQLite after), so listings and exports differed between the two.
+pub fn byte_order(backend: Backend, columns: &str) -> String {
+    match backend {
+        Backend::Sqlite => columns.to_owned(),
+        Backend::Postgres => columns
+            .split(',')
+            .map(|c| format!("{} COLLATE \"C\"", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// Whether the row exists; a small helper for `SELECT 1` checks.
@@ -381,8 +412,11 @@ pub async fn fetch<T: serde::de::DeserializeOwned>(
     order: Option<&str>,
     args: &[&str],
 ) -> Result<Vec<T>, sqlx::Error> {
-    let order = order.map(|o| format!(" ORDER BY {o}")).unwrap_or_default();
-    let sql = match Backend::of(conn) {
+    let backend = Backend::of(conn);
+    let order = order
+        .map(|o| format!(" ORDER BY {}", byte_order(backend, o)))
+        .unwrap_or_default();
+    let sql = match backend {
         Backend::Postgres => format!(
             "SELECT COALESCE(json_agg(json_build_array({columns}){order}), '[]')::text FROM {from}"
         ),

@@ -140,6 +140,21 @@ impl ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
+        // PostgreSQL ends one of two transactions that wait on each other (a deadlock: two
+        // tenants' applies each using the other's pools) or cannot be serialized: nothing of
+        // it was written, and the same request again succeeds. That is a conflict, not a fault.
+        let collided = err
+            .as_database_error()
+            .and_then(|e| e.code())
+            .is_some_and(|code| code == "40P01" || code == "40001");
+        if collided {
+            tracing::warn!(error = %err, "transaction collided with another");
+            return ApiError::new(
+                Code::Conflict,
+                "the request collided with another one touching the same objects; nothing was \
+                 changed: send it again",
+            );
+        }
         ApiError::internal(&err)
     }
 }

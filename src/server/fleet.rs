@@ -257,7 +257,10 @@ pub async fn apply(
     .await?;
     read.commit().await?;
     let first = planner::plan(document, &export, options);
-    if first.is_blocked() {
+    // A reviewed plan that no longer matches is CONFIG_DRIFT, blocked or not (the fleet moved
+    // since the review, as the seed says): that is decided, and audited, under the lock.
+    let stale = expected.is_some_and(|e| e != first.plan_hash.0);
+    if first.is_blocked() && !stale {
         return Err(blocked(&first));
     }
     if let Err(refused) = decide_calls(caller, &first.calls) {
@@ -276,9 +279,6 @@ pub async fn apply(
     )
     .await?;
     let plan = planner::plan(document, &export, options);
-    if plan.is_blocked() {
-        return Err(blocked(&plan));
-    }
     if let Some(expected) = expected
         && expected != plan.plan_hash.0
     {
@@ -303,6 +303,9 @@ pub async fn apply(
             ),
             json!({ "planHash": plan.plan_hash, "expected": expected, "changes": plan.changes, "summary": plan.summary }),
         ));
+    }
+    if plan.is_blocked() {
+        return Err(blocked(&plan));
     }
     if plan.calls != first.calls
         && let Err(refused) = decide_calls(caller, &plan.calls)
@@ -721,35 +724,57 @@ pub async fn build_export(
         }
     }
     // Other tenants' templates on this tenant's pools (offered to them) and flavors keep
-    // those from going, which no document of this tenant can say: the export does.
-    if modules.vps && modules.sandboxes {
+    // those from going, which no document of this tenant can say: the export does. So do
+    // this tenant's own templates and flavors when the deployment no longer serves them (a
+    // module switched off keeps its rows): the export leaves them out, yet they stay.
+    let templates_shown = modules.vps && modules.sandboxes;
+    let templates_held =
+        templates_shown || super::db::holds(conn, super::db::SANDBOX_TABLES).await?;
+    let hidden_flavors = !modules.vps && super::db::holds(conn, super::db::VPS_TABLES).await?;
+    if templates_held || hidden_flavors {
         let mut users: HashMap<String, ExternalUser> = HashMap::new();
-        let rows = load_templates(
-            conn,
-            "tenant_id <> $1 AND pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)",
-            &[tenant],
-            Rows::Unordered,
-        )
-        .await?;
-        // By object id (the pool, the flavor), and by plan name for the offer that lets the
-        // template's tenant use the pool (`vps-fra -> acme`).
-        for t in rows {
-            let offer = pool_names
-                .get(&t.pool_id)
-                .map(|pool| format!("{pool} -> {}", t.tenant_id));
-            let user = ExternalUser {
-                tenant_id: t.tenant_id,
-                kind: Kind::SandboxTemplate,
-                name: t.name,
+        let mut use_by = |key: String, user: &ExternalUser| {
+            let first = users.entry(key).or_insert_with(|| user.clone());
+            if (&user.tenant_id, &user.name) < (&first.tenant_id, &first.name) {
+                *first = user.clone();
+            }
+        };
+        let own_pools = "pool_id IN (SELECT id FROM pools WHERE tenant_id = $1 AND archived = 0)";
+        if templates_held {
+            let filter = if templates_shown {
+                format!("tenant_id <> $1 AND {own_pools}")
+            } else {
+                own_pools.to_owned()
             };
-            for key in [Some(t.pool_id), Some(t.flavor_id), offer]
-                .into_iter()
-                .flatten()
-            {
-                let first = users.entry(key).or_insert_with(|| user.clone());
-                if (&user.tenant_id, &user.name) < (&first.tenant_id, &first.name) {
-                    *first = user.clone();
+            let rows = load_templates(conn, &filter, &[tenant], Rows::Unordered).await?;
+            // By object id (the pool, the flavor), and by plan name for the offer that lets
+            // the template's tenant use the pool (`vps-fra -> acme`).
+            for t in rows {
+                let offer = pool_names
+                    .get(&t.pool_id)
+                    .filter(|_| t.tenant_id != tenant)
+                    .map(|pool| format!("{pool} -> {}", t.tenant_id));
+                let user = ExternalUser {
+                    tenant_id: t.tenant_id,
+                    kind: Kind::SandboxTemplate,
+                    name: t.name,
+                };
+                for key in [Some(t.pool_id), Some(t.flavor_id), offer]
+                    .into_iter()
+                    .flatten()
+                {
+                    use_by(key, &user);
                 }
+            }
+        }
+        if hidden_flavors {
+            for f in load_flavors(conn, own_pools, &[tenant], Rows::Unordered).await? {
+                let user = ExternalUser {
+                    tenant_id: tenant.to_owned(),
+                    kind: Kind::Flavor,
+                    name: f.name,
+                };
+                use_by(f.pool_id, &user);
             }
         }
         for o in &mut objects {

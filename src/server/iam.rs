@@ -687,9 +687,12 @@ pub async fn tenant_list(
     caller
         .check_tenant(state, "tenant.list", ROOT, "iam:tenant:read")
         .await?;
-    let rows = sqlx::query("SELECT id, name, revision FROM tenants ORDER BY id")
-        .fetch_all(&state.db.pool)
-        .await?;
+    let order = super::db::byte_order(state.db.backend, "id");
+    let rows = sqlx::query(&format!(
+        "SELECT id, name, revision FROM tenants ORDER BY {order}"
+    ))
+    .fetch_all(&state.db.pool)
+    .await?;
     let tenants = rows
         .iter()
         .map(|r| {
@@ -1197,8 +1200,11 @@ pub async fn grant_list(
         "grant.list",
         "iam:grant:read",
         input,
-        "SELECT id, principal_id, permission, scope, created_at FROM grants \
-         WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY principal_id, permission, scope",
+        &format!(
+            "SELECT id, principal_id, permission, scope, created_at FROM grants \
+             WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY {}",
+            super::db::byte_order(state.db.backend, "principal_id, permission, scope")
+        ),
     )
     .await?;
     let items = rows

@@ -6,7 +6,7 @@
 //! [`planner::calls`] types, so a call made by hand is exactly the call an apply makes.
 
 use super::AppState;
-use super::db::{Modules, Rows, Tx, fetch, new_id, now_ms};
+use super::db::{Modules, Rows, SANDBOX_TABLES, Tx, VPS_TABLES, fetch, holds, new_id, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{Caller, check_name, commit_audited, parse, parse_value};
 use planner::calls::*;
@@ -324,7 +324,7 @@ async fn run(
                 .ok_or_else(|| ApiError::conflict(&object, i.if_revision, None))?;
             check_revision(&object, i.if_revision, actual)?;
             // The tenant's templates on the pool would be left on a pool it may not use.
-            if modules.sandboxes {
+            if modules.sandboxes || holds(tx, SANDBOX_TABLES).await? {
                 let users = load_templates(
                     tx,
                     "pool_id = $1 AND tenant_id = $2",
@@ -349,19 +349,20 @@ async fn run(
             i.pool_id.clone()
         }
         Call::PoolArchive(i) => {
+            lock_row(tx, "pools", &i.id, "UPDATE").await?;
             let row = pool(tx, tenant, &i.id).await?;
             let object = format!("pool {}", i.id);
             check_revision(&object, i.if_revision, row.revision)?;
             // What uses the pool goes first: a flavor left behind would come back with the
             // pool, unseen; a template (of any tenant) would run on a pool that is gone.
-            if modules.vps {
+            if modules.vps || holds(tx, VPS_TABLES).await? {
                 let flavors = load_flavors(tx, "pool_id = $1", &[&i.id], Rows::Ordered).await?;
                 if let Some(f) = flavors.first() {
                     let message = format!("pool {} is used by flavor {}", i.id, f.id);
                     return Err(in_use(&object, message, &f.id));
                 }
             }
-            if modules.vps && modules.sandboxes {
+            if (modules.vps && modules.sandboxes) || holds(tx, SANDBOX_TABLES).await? {
                 let templates = load_templates(tx, "pool_id = $1", &[&i.id], Rows::Ordered).await?;
                 if let Some(t) = templates.first() {
                     let message = format!(
@@ -397,9 +398,10 @@ async fn run(
             i.id.clone()
         }
         Call::FlavorDelete(i) => {
+            lock_row(tx, "flavors", &i.id, "UPDATE").await?;
             let row = flavor(tx, tenant, &i.id).await?;
             check_revision(&format!("flavor {}", i.id), i.if_revision, row.revision)?;
-            if modules.sandboxes {
+            if modules.sandboxes || holds(tx, SANDBOX_TABLES).await? {
                 let users = load_templates(tx, "flavor_id = $1", &[&i.id], Rows::Ordered).await?;
                 if let Some(t) = users.first() {
                     let object = format!("flavor {}", i.id);
@@ -878,8 +880,29 @@ async fn flavor_create(tx: &mut Tx, caller: &Caller, i: &FlavorCreate) -> Result
     Ok(id)
 }
 
+/// On PostgreSQL, locks the row `id` of `table` (a name of ours) for the rest of the
+/// transaction, `FOR SHARE` or `FOR UPDATE`; SQLite's one writer needs no row locks.
+///
+/// The tenant lock orders the writes of one tenant; these order a template (of one tenant)
+/// against the owner (another tenant) of the pool or flavor it uses: the template shares the
+/// row, the owner's archive, unoffer or flavor delete takes it for update *before* it looks
+/// for users, so one waits for the other's commit and then sees it (READ COMMITTED reads each
+/// statement afresh). Without them, on PostgreSQL a template could land on a pool being
+/// unoffered (both answered 200) or on a flavor being deleted (a foreign-key failure, 500).
+async fn lock_row(tx: &mut Tx, table: &str, id: &str, mode: &str) -> Result<(), ApiError> {
+    if super::db::Backend::of(tx) != super::db::Backend::Postgres {
+        return Ok(());
+    }
+    sqlx::query(&format!("SELECT id FROM {table} WHERE id = $1 FOR {mode}"))
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// The pool a template of `tenant` may use: its own, or one offered to it.
 async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), ApiError> {
+    lock_row(tx, "pools", pool_id, "SHARE").await?;
     let own = load_pools(
         tx,
         "id = $1 AND tenant_id = $2 AND archived = 0",
@@ -903,6 +926,7 @@ async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), A
 }
 
 async fn template_flavor(tx: &mut Tx, pool_id: &str, flavor_id: &str) -> Result<(), ApiError> {
+    lock_row(tx, "flavors", flavor_id, "SHARE").await?;
     if load_flavors(
         tx,
         "id = $1 AND pool_id = $2",
