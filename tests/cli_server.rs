@@ -925,3 +925,27 @@ fn missing_kinds_are_reported_on_stderr() {
         run.stderr
     );
 }
+
+#[test]
+fn a_key_with_a_trailing_newline_is_sent_without_it() {
+    let d = Deployment::start(&[]);
+    let url = d.server.url("");
+    // As a key file written by `serve --admin-key-file` (or `echo`) or a CI secret holds it.
+    let key = std::fs::read_to_string(d.path("admin.key")).unwrap();
+    assert!(key.ends_with('\n'));
+    let run = d.cli_with(
+        &["fleet", "status", "--tenant", "root"],
+        &[("BETTER_COMPUTE_URL", &url), ("BETTER_COMPUTE_TOKEN", &key)],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    std::fs::write(
+        d.path("ci.toml"),
+        format!("url = \"{url}\"\ntoken = {:?}\n", format!(" {key}")),
+    )
+    .unwrap();
+    let run = d.cli_with(
+        &["fleet", "status", "--tenant", "root", "--config", "ci.toml"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+}

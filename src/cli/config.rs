@@ -71,11 +71,17 @@ impl Connection {
                      in {file_name}"
                 ))
             })?;
-        let token = var(TOKEN_VAR).or(file.token).ok_or_else(|| {
-            CliError::usage(format!(
-                "no API key: set {TOKEN_VAR}, or put `token = \"...\"` in {file_name}"
-            ))
-        })?;
+        // A key read from a file made with `echo` or a CI secret ends with a newline, which no
+        // header value may hold: the key is the text without the whitespace around it.
+        let token = var(TOKEN_VAR)
+            .or(file.token)
+            .map(|token| token.trim().to_owned())
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "no API key: set {TOKEN_VAR}, or put `token = \"...\"` in {file_name}"
+                ))
+            })?;
         let url = url.trim().trim_end_matches('/').to_owned();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(CliError::usage(format!(
@@ -155,6 +161,24 @@ mod tests {
 
         flags.url = Some("https://flag".into());
         assert_eq!(resolve(&flags, &vars).unwrap().url, "https://flag");
+    }
+
+    #[test]
+    fn the_key_is_trimmed_and_a_blank_key_is_none() {
+        let (_dir, path) = temp_config("url = \"http://file\"\ntoken = \" file-token\\n\"\n");
+        let flags = ConnectionFlags {
+            url: None,
+            config: Some(path),
+        };
+        assert_eq!(resolve(&flags, &[]).unwrap().token, "file-token");
+        let vars = [(TOKEN_VAR, "var-token\r\n")];
+        assert_eq!(resolve(&flags, &vars).unwrap().token, "var-token");
+        let (_dir, path) = temp_config("url = \"http://file\"\ntoken = \"\\n\"\n");
+        let flags = ConnectionFlags {
+            url: None,
+            config: Some(path),
+        };
+        assert!(matches!(resolve(&flags, &[]), Err(CliError::Usage(m)) if m.contains(TOKEN_VAR)));
     }
 
     #[test]
