@@ -6,7 +6,7 @@ mod common;
 mod server_support;
 
 use serde_json::{Value, json};
-use server_support::{Db, Fleet, answer};
+use server_support::{Db, Failure, Fleet, answer};
 
 async fn site_and_pool(fleet: &Fleet, tenant: &str) -> (String, String) {
     let site = fleet
@@ -521,8 +521,58 @@ async fn integral_floats_are_integers(db: Db) {
         )
         .await;
     assert_eq!(refused.details["path"], "limit");
+
+    // Below i64::MIN a literal is read as a float that rounds to exactly -2^63: refused, in a
+    // call and in a document, while the literal -9223372036854775808 is i64::MIN itself.
+    let offer = |priority: &str| {
+        format!(
+            r#"{{"tenantId":"root","poolId":"{pool}","tenant":"acme","quota":{{}},"priority":{priority}}}"#
+        )
+    };
+    for priority in [
+        "-9223372036854775810",
+        "-9223372036854775809",
+        "-9.223372036854775808e18",
+    ] {
+        let refused = raw(&fleet, "pool.offer", offer(priority))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (refused.code.as_str(), refused.details["path"].as_str()),
+            ("INVALID_INPUT", Some("priority")),
+            "{priority}: {refused:?}"
+        );
+        let document = format!(
+            r#"{{"tenantId":"root","config":{{"version":1,"sites":[{{"name":"fra","kind":"shared","region":"eu"}}],
+            "pools":[{{"name":"p","site":"fra","class":"vps-host","offers":[{{"tenant":"acme","quota":{{}},"priority":{priority}}}]}}]}}}}"#
+        );
+        let refused = raw(&fleet, "fleet.plan", document).await.unwrap_err();
+        assert_eq!(
+            (refused.code.as_str(), refused.details["path"].as_str()),
+            ("INVALID_INPUT", Some("pools[0].offers[0].priority")),
+            "{priority}: {refused:?}"
+        );
+    }
+    let lowest = raw(&fleet, "pool.offer", offer("-9223372036854775808"))
+        .await
+        .unwrap();
+    assert_eq!(lowest["offers"][0]["priority"], json!(i64::MIN), "{lowest}");
 }
 both!(integral_floats, integral_floats_are_integers);
+
+/// `POST /api/<method>` with `body` as it is, as the administrator.
+async fn raw(fleet: &Fleet, method: &str, body: String) -> Result<Value, Failure> {
+    let response = fleet
+        .client()
+        .post(fleet.server.url(&format!("/api/{method}")))
+        .bearer_auth(&fleet.key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    answer(response).await
+}
 
 async fn modules_switch_kinds_off(db: Db) {
     let fleet = Fleet::start(db, &["--sandboxes", "false"]).await;

@@ -646,20 +646,36 @@ impl Walker {
                 None => Parsed::Bad,
             },
             K::Int => {
+                // An integer literal of the i64 range arrives as one; a float at or past its
+                // bounds is refused, -2^63 too: it may be a literal below i64::MIN rounded up
+                // (`-9223372036854775810`), and never the exact `-9223372036854775808`.
                 let value = match n {
                     Num::I(i) => Some(i),
                     Num::U(u) => i64::try_from(u).ok(),
                     Num::F(x)
                         if x.fract() == 0.0
-                            && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0)
-                                .contains(&x) =>
+                            && x > -9_223_372_036_854_775_808.0
+                            && x < 9_223_372_036_854_775_808.0 =>
                     {
                         Some(x as i64)
                     }
                     Num::F(_) => None,
                 };
+                let integral = match n {
+                    Num::F(x) => x.fract() == 0.0,
+                    Num::I(_) | Num::U(_) => true,
+                };
                 match value {
                     Some(i) => Parsed::I(i),
+                    // Its digits may be rounded: say what is wrong without printing them.
+                    None if integral => {
+                        self.report(format!(
+                            "must be an integer from {} to {}; this number is out of range",
+                            i64::MIN,
+                            i64::MAX
+                        ));
+                        Parsed::Bad
+                    }
                     None => self.wrong(kind, &n.to_string()),
                 }
             }

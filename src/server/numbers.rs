@@ -13,13 +13,17 @@ const U64_END: f64 = 18_446_744_073_709_551_616.0;
 const I64_START: f64 = -9_223_372_036_854_775_808.0;
 
 /// The integer an integral float stands for, when a Rust integer holds it.
+///
+/// -2^63 itself is refused: the literal `-9223372036854775808` is read as an `i64` and never
+/// comes here, while a float of -2^63 may be a literal below it (`-9223372036854775810`)
+/// rounded up, which no `i64` holds. (Past `u64` every float rounds to 2^64 or more.)
 fn integral(x: f64) -> Option<Number> {
     if x.fract() != 0.0 {
         return None;
     }
     if (0.0..U64_END).contains(&x) {
         Some(Number::from(x as u64))
-    } else if (I64_START..0.0).contains(&x) {
+    } else if x > I64_START && x < 0.0 {
         Some(Number::from(x as i64))
     } else {
         None
@@ -140,6 +144,18 @@ mod tests {
         assert_eq!(v["c"]["e"], json!(0));
         assert_eq!(v["c"]["f"], json!(7));
         assert_eq!(v["c"]["g"], json!(18_446_744_073_709_549_568u64));
+    }
+
+    #[test]
+    fn a_float_at_the_i64_bound_is_no_integer() {
+        // Below i64::MIN, a literal is a float rounded to -2^63: it must not become i64::MIN.
+        let mut v: Value =
+            serde_json::from_str("[-9223372036854775810, -9223372036854775808, -9.2e18]").unwrap();
+        assert!(v[0].is_f64() && v[1].is_i64());
+        integral_floats_to_integers(&mut v);
+        assert!(v[0].is_f64(), "stays a float: {}", v[0]);
+        assert_eq!(v[1], json!(i64::MIN), "the exact literal is the integer");
+        assert_eq!(v[2], json!(-9_200_000_000_000_000_000i64));
     }
 
     #[derive(serde::Deserialize, Debug)]
