@@ -358,3 +358,101 @@ async fn concurrent_writers_lose_nothing(db: Db) {
     figure(&format!("concurrency.{label}.writes"), log.writes.len());
 }
 both!(concurrency, concurrent_writers_lose_nothing);
+
+/// A template of one tenant on another's pool, while the owner unoffers the pool: one of
+/// the two wins, and the fleet stays whole (a template only on a pool offered to its tenant).
+/// On PostgreSQL, before the row locks (docs/server.md, "Across tenants"), both answered 200
+/// and the template was left on the unoffered pool.
+async fn a_template_racing_an_unoffer_never_outlives_the_offer(db: Db) {
+    let fleet = Arc::new(Fleet::start(db, &[]).await);
+    for tenant in ["owner", "acme"] {
+        fleet.ok("tenant.create", json!({ "id": tenant })).await;
+    }
+    // Many pools after P: the owner's apply is long, and the template arrives in the middle.
+    let doc = |offered: bool, extra: usize| {
+        let offers = if offered {
+            json!([{ "tenant": "acme", "quota": { "vcpu": 1 } }])
+        } else {
+            json!([])
+        };
+        let mut pools =
+            vec![json!({ "name": "p", "site": "s", "class": "vps-host", "offers": offers })];
+        pools.extend(
+            (0..extra)
+                .map(|i| json!({ "name": format!("e{i}"), "site": "s", "class": "vps-host" })),
+        );
+        json!({
+            "version": 1,
+            "sites": [{ "name": "s", "kind": "shared", "region": "eu" }],
+            "pools": pools,
+            "flavors": [{ "pool": "p", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }],
+        })
+    };
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "owner", "config": doc(true, 999), "prune": true }),
+        )
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "owner" }))
+        .await;
+    let pool = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "pool" && o["name"] == "p")
+        .unwrap()["id"]
+        .clone();
+    let unoffer = {
+        let fleet = fleet.clone();
+        let doc = doc(false, 0);
+        tokio::spawn(async move {
+            call(
+                &fleet,
+                "fleet.apply",
+                json!({ "tenantId": "owner", "config": doc, "prune": true }),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let template = call(
+        &fleet,
+        "fleet.apply",
+        json!({ "tenantId": "acme", "config": { "version": 1, "sandboxTemplates": [{
+            "name": "racer", "pool": pool, "flavor": "f", "imageId": "i", "network": "none" }] } }),
+    )
+    .await;
+    let unoffer = unoffer.await.unwrap();
+    expect(
+        "fleet.apply (template)",
+        &template,
+        &["NOT_FOUND", "PLAN_BLOCKED"],
+    );
+    expect("fleet.apply (unoffer)", &unoffer, &["CONFLICT"]);
+    assert!(
+        !(template.is_ok() && unoffer.is_ok()),
+        "both applies answered 200: the template and the unoffer"
+    );
+    let offers = fleet
+        .ok("pool.get", json!({ "tenantId": "owner", "id": pool }))
+        .await["offers"]
+        .as_array()
+        .unwrap()
+        .len();
+    let templates = fleet
+        .ok("sandboxTemplate.list", json!({ "tenantId": "acme" }))
+        .await["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        templates == 0 || offers == 1,
+        "a template on an unoffered pool"
+    );
+}
+both!(
+    cross_tenant_race,
+    a_template_racing_an_unoffer_never_outlives_the_offer
+);
