@@ -484,9 +484,11 @@ async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::E
 
     let now = now_ms();
     let mut tx = state.db.write_tx().await?;
-    sqlx::query(
+    // Only while the delivery exists: its webhook may have been deleted (with its log) while
+    // the attempt was in flight, and its record would be left behind.
+    let recorded = sqlx::query(
         "INSERT INTO webhook_attempts (id, delivery_id, webhook_id, event_id, attempt, at, status, error, duration_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $2)",
     )
     .bind(new_id("att"))
     .bind(delivery_id)
@@ -498,7 +500,11 @@ async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::E
     .bind(error.as_deref())
     .bind(elapsed)
     .execute(&mut *tx)
-    .await?;
+    .await?
+    .rows_affected();
+    if recorded == 0 {
+        return Ok(Outcome::Done);
+    }
     let (delivery_status, outcome) = match verdict {
         Verdict::Delivered => {
             sqlx::query("UPDATE webhooks SET failures = 0 WHERE id = $1")
