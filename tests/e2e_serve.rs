@@ -1,8 +1,11 @@
 //! The real binary, started as a user would, answering real HTTP on a loopback port.
 
 mod common;
+mod server_support;
 
 use common::{Server, TempDir, binary};
+use server_support::Fleet;
+use sqlx::Connection as _;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,11 +22,17 @@ struct Exit {
 /// Runs `serve --listen 127.0.0.1:0` with `args` in `dir` until it exits, which it must do
 /// within a minute (a start that fails never listens).
 fn serve_exits(dir: &Path, args: &[&str]) -> Exit {
+    serve_exits_env(dir, args, &[])
+}
+
+/// [`serve_exits`] with environment variables.
+fn serve_exits_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Exit {
     let (out, err) = (dir.join("serve.out"), dir.join("serve.err"));
     let started = Instant::now();
     let mut child = Command::new(binary())
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -209,4 +218,73 @@ async fn an_existing_key_file_gets_the_key_at_mode_0600_and_later_starts_leave_i
     // A later start (root exists) leaves the file as it is.
     let _again = Server::start(args);
     assert_eq!(std::fs::read_to_string(&key_file).unwrap(), key);
+}
+
+/// What the demo made: root's pools, the `demo.seed` audit rows, and the tenants.
+async fn demo_counts(database: &str) -> (i64, i64, Vec<String>) {
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(database).await.unwrap();
+    let pools: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pools WHERE tenant_id = 'root'")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let seeds: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit WHERE method = 'demo.seed'")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let tenants: Vec<String> = sqlx::query_scalar("SELECT id FROM tenants ORDER BY id")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    (pools, seeds, tenants)
+}
+
+#[tokio::test]
+async fn a_demo_seed_that_failed_half_way_is_finished_by_the_next_start() {
+    let dir = TempDir::new("demo-resume");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    // The tenants are committed, then root's apply fails in the database.
+    let exit = serve_exits_env(
+        dir.path(),
+        &["--database", &database, "--demo"],
+        &[("BETTER_COMPUTE_FAULT", "apply-dberror:0")],
+    );
+    assert_eq!(exit.code, Some(1), "{}", exit.stderr);
+    assert!(
+        exit.stderr.contains("seeding the demo fleet"),
+        "{}",
+        exit.stderr
+    );
+    let (pools, seeds, _) = demo_counts(&database).await;
+    assert_eq!((pools, seeds), (0, 0));
+
+    let fleet = Fleet::start_on(&database, &["--demo"], &[]);
+    let (pools, seeds, tenants) = demo_counts(&database).await;
+    // vps-fra and burst from the example, and the pool made by hand.
+    assert_eq!((pools, seeds), (3, 1));
+    assert_eq!(tenants, ["acme", "globex", "root"]);
+    drop(fleet);
+    // Seeded: a later start adds nothing.
+    let _again = Fleet::start_on(&database, &["--demo"], &[]);
+    assert_eq!(demo_counts(&database).await.0, 3);
+    assert_eq!(demo_counts(&database).await.1, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_started_at_once_with_demo_on_one_postgresql_all_start_and_seed_it_once() {
+    for _ in 0..3 {
+        let database = server_support::fresh_postgres().await;
+        let starts: Vec<_> = (0..2)
+            .map(|_| {
+                let database = database.clone();
+                std::thread::spawn(move || Fleet::start_on(&database, &["--demo"], &[]))
+            })
+            .collect();
+        let fleets: Vec<Fleet> = starts.into_iter().map(|s| s.join().unwrap()).collect();
+        let keys = fleets.iter().filter(|f| !f.key.is_empty()).count();
+        assert_eq!(keys, 1, "one start made the administrator");
+        let (pools, seeds, tenants) = demo_counts(&database).await;
+        assert_eq!((pools, seeds), (3, 1));
+        assert_eq!(tenants, ["acme", "globex", "root"]);
+    }
 }

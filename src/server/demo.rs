@@ -5,7 +5,7 @@
 //! edited by hand (drift).
 
 use super::AppState;
-use super::db::{Modules, Tx, now_ms};
+use super::db::{Backend, Modules, Tx, exists, now_ms};
 use super::error::ApiError;
 use super::iam::{self, Caller, FLEET_ADMIN, FLEET_SCOPE, ROOT, audit, tenant_scope};
 use super::{fleet, objects};
@@ -13,7 +13,10 @@ use planner::Call;
 use planner::calls::{PoolCreate, PoolOffer, PoolUpdate, SiteCreate};
 use planner::document::{Policy, PoolClass, SiteKind};
 use serde_json::{Value, json};
-use sqlx::Row as _;
+use sqlx::{Executor as _, Row as _};
+
+/// The PostgreSQL advisory lock the seed holds (the migrations hold 7245092315).
+const SEED_LOCK: &str = "7245092316";
 
 /// The seed's example document, with the kinds the deployment does not serve left out.
 fn document(state: &AppState) -> Value {
@@ -77,10 +80,39 @@ async fn by_hand(
     Ok(outcome)
 }
 
-/// Seeds the demo once (it does nothing when the tenant `acme` exists).
+/// Whether the demo is seeded: its last step writes the audit row `demo.seed`.
+async fn seeded(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
+    let sql = "SELECT id FROM audit WHERE tenant_id = $1 AND method = 'demo.seed'";
+    exists(conn, sql, &[ROOT]).await
+}
+
+/// Seeds the demo once and whole, however many servers start at once.
+///
+/// The seed is several transactions (each apply commits its own), so it is made resumable:
+/// the tenants are inserted when missing, the applies change nothing once applied, and the
+/// hand-made part commits with the marker (`demo.seed`), which is checked in that same
+/// transaction. A start that failed or died half way is finished by the next one; a seeded
+/// database is left alone. On PostgreSQL an advisory lock also runs concurrent seeds one
+/// after the other; on SQLite the last transaction's write lock decides.
 pub async fn seed(state: &AppState) -> Result<(), ApiError> {
+    let mut lock = state.db.pool.acquire().await?;
+    let postgres = state.db.backend == Backend::Postgres;
+    if postgres {
+        lock.execute(format!("SELECT pg_advisory_lock({SEED_LOCK})").as_str())
+            .await?;
+    }
+    let seeded = seed_once(state).await;
+    if postgres {
+        // Released before the connection goes back to the pool, also after a failure.
+        lock.execute(format!("SELECT pg_advisory_unlock({SEED_LOCK})").as_str())
+            .await?;
+    }
+    seeded
+}
+
+async fn seed_once(state: &AppState) -> Result<(), ApiError> {
     let mut conn = state.db.pool.acquire().await?;
-    if super::db::exists(&mut conn, "SELECT id FROM tenants WHERE id = 'acme'", &[]).await? {
+    if seeded(&mut conn).await? {
         return Ok(());
     }
     let admin: String = sqlx::query(
@@ -102,7 +134,10 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
 
     let mut tx = state.db.write_tx().await?;
     for (id, name) in [("acme", "Acme Corp"), ("globex", "Globex")] {
-        iam::insert_tenant(&mut tx, id, name).await?;
+        // Made by an earlier, unfinished seed (or by hand): kept, and not audited again.
+        if !iam::insert_tenant(&mut tx, id, name).await? {
+            continue;
+        }
         audit(
             &mut tx,
             &caller,
@@ -116,7 +151,8 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
     }
     tx.commit().await?;
 
-    // The part managed by FleetConfig: the seed's example, applied.
+    // The part managed by FleetConfig: the seed's example, applied (nothing to do when an
+    // unfinished seed applied it).
     let bytes = document(state).to_string();
     let doc = planner::validate(bytes.as_bytes()).map_err(|e| ApiError::internal(&e))?;
     fleet::apply(state, &caller, ROOT, &doc, false, None).await?;
@@ -142,8 +178,13 @@ pub async fn seed(state: &AppState) -> Result<(), ApiError> {
     }
 
     // The part made by hand, outside FleetConfig: a site and a pool with no fleet names (they
-    // export under their ids), an offer to globex, and an edit of vps-fra's policy (drift).
+    // export under their ids), an offer to globex, and an edit of vps-fra's policy (drift);
+    // with the marker, in one transaction that first checks the marker (SQLite: under the
+    // write lock), so it runs once.
     let mut tx = state.db.write_tx().await?;
+    if seeded(&mut tx).await? {
+        return Ok(());
+    }
     let site = by_hand(
         &mut tx,
         &caller,
