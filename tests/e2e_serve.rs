@@ -288,3 +288,51 @@ async fn servers_started_at_once_with_demo_on_one_postgresql_all_start_and_seed_
         assert_eq!(tenants, ["acme", "globex", "root"]);
     }
 }
+
+#[tokio::test]
+async fn empty_variables_count_as_unset_and_switches_take_1_and_0() {
+    let blank = [
+        "BETTER_COMPUTE_LISTEN",
+        "BETTER_COMPUTE_DATABASE",
+        "BETTER_COMPUTE_SERVER_CONFIG",
+        "BETTER_COMPUTE_DRIFT_EVERY",
+        "BETTER_COMPUTE_CONSOLE_DIR",
+        "BETTER_COMPUTE_VPS",
+        "BETTER_COMPUTE_SANDBOXES",
+        "BETTER_COMPUTE_DEMO",
+        "BETTER_COMPUTE_ADMIN_KEY_FILE",
+        "BETTER_COMPUTE_WEBHOOK_ALLOW_PRIVATE",
+    ];
+    let server = Server::start_with(Vec::<&str>::new(), |cmd| {
+        for name in blank {
+            cmd.env(name, "");
+        }
+    });
+    // The defaults: the key printed, data/fleet.db, no demo.
+    assert!(
+        server
+            .stdout()
+            .iter()
+            .any(|l| l.starts_with("admin api key: bc_"))
+    );
+    let database = format!(
+        "sqlite://{}",
+        server.workdir().join("data/fleet.db").display()
+    );
+    assert_eq!(demo_counts(&database).await.0, 0);
+
+    let server = Server::start_with(Vec::<&str>::new(), |cmd| {
+        cmd.env("BETTER_COMPUTE_DEMO", "1")
+            .env("BETTER_COMPUTE_VPS", "0")
+            .env("BETTER_COMPUTE_WEBHOOK_ALLOW_PRIVATE", "0");
+    });
+    let database = format!(
+        "sqlite://{}",
+        server.workdir().join("data/fleet.db").display()
+    );
+    // The demo without the vps module: vps-fra and the pool made by hand, no provider pool.
+    assert_eq!(
+        demo_counts(&database).await,
+        (2, 1, vec!["acme".into(), "globex".into(), "root".into()])
+    );
+}

@@ -15,7 +15,7 @@ pub mod error;
 pub mod fleet;
 pub mod render;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches as _, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -208,7 +208,7 @@ enum Output {
 
 /// Entry point of the binary: runs the command and returns its exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     match cli.command {
         Command::Serve(args) => match crate::server::run(args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -228,6 +228,29 @@ pub fn main() -> ExitCode {
         }
         Command::Fleet(args) => error::exit(run_fleet(args)),
     }
+}
+
+/// Parses the command line. An empty (or blank) variable counts as unset, as the fleet
+/// commands count it: clap would hand `serve` the empty value, and `BETTER_COMPUTE_DEMO=`
+/// stopped it with "a value is required".
+fn parse() -> Cli {
+    let command = Cli::command().mut_subcommand("serve", |serve| {
+        let blank: Vec<clap::Id> = serve
+            .get_arguments()
+            .filter(|arg| {
+                arg.get_env()
+                    .and_then(std::env::var_os)
+                    .is_some_and(|value| value.to_string_lossy().trim().is_empty())
+            })
+            .map(|arg| arg.get_id().clone())
+            .collect();
+        blank.into_iter().fold(serve, |serve, id| {
+            serve.mut_arg(id, |arg| arg.env(None::<&'static str>))
+        })
+    });
+    let mut command = command;
+    let matches = command.get_matches_mut();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut command).exit())
 }
 
 /// Resolves the fleet command's configuration once, then runs its operation.

@@ -36,6 +36,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
 use axum::routing::{any, get};
 use axum::{Json, Router};
+use clap::builder::BoolishValueParser;
 use db::{Db, Modules};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -51,7 +52,8 @@ use tower_http::trace::TraceLayer;
 pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Flags of `better-compute serve`; each overrides the `--config` file and falls back on a
-/// `BETTER_COMPUTE_*` variable.
+/// `BETTER_COMPUTE_*` variable (an empty one counts as unset; the switches take true/false,
+/// 1/0, yes/no, on/off).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080] (port 0 picks a free port, printed at
@@ -73,19 +75,23 @@ pub struct ServeArgs {
     #[arg(long, env = "BETTER_COMPUTE_CONSOLE_DIR")]
     pub console_dir: Option<PathBuf>,
     /// Run the vps module (provider accounts, flavors) [default: true].
-    #[arg(long, env = "BETTER_COMPUTE_VPS")]
+    #[arg(long, env = "BETTER_COMPUTE_VPS", value_parser = BoolishValueParser::new())]
     pub vps: Option<bool>,
     /// Run sandboxes (the vps module's v0.5 migrations: sandbox templates) [default: true].
-    #[arg(long, env = "BETTER_COMPUTE_SANDBOXES")]
+    #[arg(long, env = "BETTER_COMPUTE_SANDBOXES", value_parser = BoolishValueParser::new())]
     pub sandboxes: Option<bool>,
     /// Seed a small demo fleet and the tenants acme and globex.
-    #[arg(long, env = "BETTER_COMPUTE_DEMO")]
+    #[arg(long, env = "BETTER_COMPUTE_DEMO", value_parser = BoolishValueParser::new())]
     pub demo: bool,
     /// Write the first administrator's API key here (mode 0600) instead of printing it.
     #[arg(long, env = "BETTER_COMPUTE_ADMIN_KEY_FILE")]
     pub admin_key_file: Option<PathBuf>,
     /// Let webhooks target loopback and private addresses (tests, local development).
-    #[arg(long, env = "BETTER_COMPUTE_WEBHOOK_ALLOW_PRIVATE")]
+    #[arg(
+        long,
+        env = "BETTER_COMPUTE_WEBHOOK_ALLOW_PRIVATE",
+        value_parser = BoolishValueParser::new()
+    )]
     pub webhook_allow_private: bool,
 }
 
