@@ -931,7 +931,7 @@ pub struct GrantCreate {
     /// Who receives the permission.
     pub principal_id: String,
     /// A permission (`compute:pool:update`), every permission under a prefix
-    /// (`compute:*`, `compute:pool:*`), or `*`: the shapes [`Caller::allows`] matches.
+    /// (`compute:*`, `compute:pool:*`), or `*`: the shapes a grant's permission takes.
     #[schemars(length(min = 1, max = MAX_PERMISSION), pattern(PERMISSION_PATTERN))]
     pub permission: String,
     /// Where it applies; the tenant's scope when absent. A root principal may name
@@ -1132,15 +1132,16 @@ pub struct IamList {
     pub principal_id: Option<String>,
 }
 
-/// The rows of one IAM list: `sql` with `$1` the tenant and `$2` a principal id or ''.
-async fn iam_rows(
+/// One IAM list, `{items}`: `sql` with `$1` the tenant and `$2` a principal id or '', each
+/// row made an item by `item` (given the tenant).
+async fn iam_list(
     state: &AppState,
     caller: &Caller,
-    method: &str,
-    permission: &str,
+    (method, permission): (&str, &str),
     input: &[u8],
     sql: &str,
-) -> Result<(IamList, Vec<sqlx::any::AnyRow>), ApiError> {
+    item: fn(&sqlx::any::AnyRow, &str) -> Result<Value, sqlx::Error>,
+) -> Result<Value, ApiError> {
     let input: IamList = parse(input)?;
     caller
         .check_tenant(state, method, &input.tenant_id, permission)
@@ -1152,7 +1153,11 @@ async fn iam_rows(
         .bind(input.principal_id.as_deref().unwrap_or(""))
         .fetch_all(&mut *conn)
         .await?;
-    Ok((input, rows))
+    let items = rows
+        .iter()
+        .map(|r| item(r, &input.tenant_id))
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(json!({ "items": items }))
 }
 
 /// `principal.list`: decides `iam:principal:read`; the tenant's users and service accounts.
@@ -1161,30 +1166,26 @@ pub async fn principal_list(
     caller: &Caller,
     input: &[u8],
 ) -> Result<Value, ApiError> {
-    let (input, rows) = iam_rows(
+    let sql = "SELECT id, kind, name, revision, created_at FROM principals \
+               WHERE tenant_id = $1 AND ($2 = '' OR id = $2) ORDER BY id";
+    iam_list(
         state,
         caller,
-        "principal.list",
-        "iam:principal:read",
+        ("principal.list", "iam:principal:read"),
         input,
-        "SELECT id, kind, name, revision, created_at FROM principals \
-         WHERE tenant_id = $1 AND ($2 = '' OR id = $2) ORDER BY id",
-    )
-    .await?;
-    let items = rows
-        .iter()
-        .map(|r| {
+        sql,
+        |r, tenant| {
             Ok(json!({
                 "id": r.try_get::<String, _>(0)?,
-                "tenantId": input.tenant_id,
+                "tenantId": tenant,
                 "kind": r.try_get::<String, _>(1)?,
                 "name": r.try_get::<String, _>(2)?,
                 "revision": r.try_get::<i64, _>(3)?,
                 "createdAt": r.try_get::<i64, _>(4)?,
             }))
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    Ok(json!({ "items": items }))
+        },
+    )
+    .await
 }
 
 /// `grant.list`: decides `iam:grant:read`; the grants of the tenant's principals, so an
@@ -1194,33 +1195,29 @@ pub async fn grant_list(
     caller: &Caller,
     input: &[u8],
 ) -> Result<Value, ApiError> {
-    let (input, rows) = iam_rows(
+    let sql = format!(
+        "SELECT id, principal_id, permission, scope, created_at FROM grants \
+         WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY {}",
+        super::db::byte_order(state.db.backend, "principal_id, permission, scope")
+    );
+    iam_list(
         state,
         caller,
-        "grant.list",
-        "iam:grant:read",
+        ("grant.list", "iam:grant:read"),
         input,
-        &format!(
-            "SELECT id, principal_id, permission, scope, created_at FROM grants \
-             WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY {}",
-            super::db::byte_order(state.db.backend, "principal_id, permission, scope")
-        ),
-    )
-    .await?;
-    let items = rows
-        .iter()
-        .map(|r| {
+        &sql,
+        |r, tenant| {
             Ok(json!({
                 "id": r.try_get::<String, _>(0)?,
-                "tenantId": input.tenant_id,
+                "tenantId": tenant,
                 "principalId": r.try_get::<String, _>(1)?,
                 "permission": r.try_get::<String, _>(2)?,
                 "scope": r.try_get::<String, _>(3)?,
                 "createdAt": r.try_get::<i64, _>(4)?,
             }))
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    Ok(json!({ "items": items }))
+        },
+    )
+    .await
 }
 
 /// `apiKey.list`: decides `iam:apiKey:read`; the keys' ids, names and dates, never a key (only
@@ -1230,22 +1227,18 @@ pub async fn api_key_list(
     caller: &Caller,
     input: &[u8],
 ) -> Result<Value, ApiError> {
-    let (input, rows) = iam_rows(
+    let sql = "SELECT id, principal_id, name, created_at, revoked_at FROM api_keys \
+               WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY id";
+    iam_list(
         state,
         caller,
-        "apiKey.list",
-        "iam:apiKey:read",
+        ("apiKey.list", "iam:apiKey:read"),
         input,
-        "SELECT id, principal_id, name, created_at, revoked_at FROM api_keys \
-         WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY id",
-    )
-    .await?;
-    let items = rows
-        .iter()
-        .map(|r| {
+        sql,
+        |r, tenant| {
             let mut item = json!({
                 "id": r.try_get::<String, _>(0)?,
-                "tenantId": input.tenant_id,
+                "tenantId": tenant,
                 "principalId": r.try_get::<String, _>(1)?,
                 "name": r.try_get::<String, _>(2)?,
                 "createdAt": r.try_get::<i64, _>(3)?,
@@ -1254,9 +1247,9 @@ pub async fn api_key_list(
                 item["revokedAt"] = json!(at);
             }
             Ok(item)
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    Ok(json!({ "items": items }))
+        },
+    )
+    .await
 }
 
 /// Input of `audit.list`.
