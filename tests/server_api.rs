@@ -1130,6 +1130,66 @@ async fn errors_in_body_for_browsers(db: Db) {
 }
 both!(errors_in_body, errors_in_body_for_browsers);
 
+/// A request of any verb to `path` as the administrator, answered with its status and
+/// headers; `in_body` asks for errors with status 200.
+async fn send(
+    fleet: &Fleet,
+    verb: reqwest::Method,
+    path: &str,
+    in_body: bool,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut request = fleet
+        .client()
+        .request(verb, fleet.server.url(path))
+        .bearer_auth(&fleet.key);
+    if in_body {
+        request = request.header("X-Better-Compute-Errors", "in-body");
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text)
+        .unwrap_or_else(|_| panic!("{status}: not JSON: {text:?} ({headers:?})"));
+    (status, headers, body)
+}
+
+/// A repeated query parameter is refused at its name, as a body's repeated key is.
+async fn repeated_query_parameters_are_refused(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    for query in [
+        "tenantId=root&tenantId=acme",
+        "tenantId=root&tenantId=root",
+        "tenantId=root&limit=1&limit=2",
+    ] {
+        let path = format!("/api/site.list?{query}");
+        let (status, _, body) = send(&fleet, reqwest::Method::GET, &path, false).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (400, &json!("INVALID_INPUT")),
+            "{query}: {body}"
+        );
+        let field = query.rsplit('&').next().unwrap().split('=').next().unwrap();
+        assert_eq!(body["error"]["details"]["path"], field, "{query}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate"),
+            "{body}"
+        );
+    }
+    let (status, _, body) = send(
+        &fleet,
+        reqwest::Method::GET,
+        "/api/site.list?tenantId=acme",
+        false,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+both!(repeated_query, repeated_query_parameters_are_refused);
+
 /// The administrator's principal id, from the audit row of a call it made.
 async fn admin_id(fleet: &Fleet) -> String {
     let rows = fleet

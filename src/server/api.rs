@@ -767,6 +767,13 @@ pub fn openapi(methods: &[Method]) -> Value {
 fn query_input(pairs: Vec<(String, String)>, input: &Value) -> Result<Vec<u8>, ApiError> {
     let mut map: BTreeMap<String, Box<RawValue>> = BTreeMap::new();
     for (k, v) in pairs {
+        // A repeated parameter is refused, as a body's repeated key is: taking one of the two
+        // would run the call on a value its author may not have meant.
+        if map.contains_key(&k) {
+            let mut path = String::new();
+            planner::validate::push_key(&mut path, &k);
+            return Err(ApiError::invalid(path, format!("duplicate field `{k}`")));
+        }
         let value = match query_type(&input["properties"][&k]) {
             Some("boolean") => match v.as_str() {
                 "true" => Value::Bool(true),
