@@ -1153,6 +1153,35 @@ async fn send(
     (status, headers, body)
 }
 
+/// A name that is no method's is NOT_FOUND whatever the verb; a method's wrong verb is 405.
+async fn unknown_methods_are_not_found(db: Db) {
+    use reqwest::Method;
+    let fleet = Fleet::start(db, &[]).await;
+    for verb in [
+        Method::GET,
+        Method::POST,
+        Method::PATCH,
+        Method::PUT,
+        Method::DELETE,
+    ] {
+        let (status, _, body) = send(&fleet, verb.clone(), "/api/nope", false).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (404, &json!("NOT_FOUND")),
+            "{verb}: {body}"
+        );
+        assert_eq!(body["error"]["details"]["method"], "nope", "{verb}: {body}");
+    }
+    let (status, headers, body) = send(&fleet, Method::PATCH, "/api/pool.update", false).await;
+    assert_eq!(
+        (status, &headers["allow"]),
+        (405, &"POST".parse().unwrap()),
+        "{body}"
+    );
+    assert_eq!(body["error"]["code"], "INVALID_INPUT");
+}
+both!(unknown_methods, unknown_methods_are_not_found);
+
 /// A repeated query parameter is refused at its name, as a body's repeated key is.
 async fn repeated_query_parameters_are_refused(db: Db) {
     let fleet = Fleet::start(db, &[]).await;

@@ -805,13 +805,16 @@ fn query_input(pairs: Vec<(String, String)>, input: &Value) -> Result<Vec<u8>, A
 
 /// Any other HTTP method on `/api/<method>` (PUT, DELETE, OPTIONS, ...): 405 with `Allow`
 /// (the method's own verbs: POST, and GET for reads) and the INVALID_INPUT envelope, not a
-/// bare 405 with no body.
+/// bare 405 with no body. A name that is no method's is NOT_FOUND whatever the verb.
 pub async fn wrong_verb(
     State(state): State<AppState>,
     Path(name): Path<String>,
     verb: HttpMethod,
 ) -> Response {
-    let read = state.methods.iter().any(|m| m.name == name && m.read);
+    let Some(method) = state.methods.iter().find(|m| m.name == name) else {
+        return unknown_method(&name).into_response();
+    };
+    let read = method.read;
     let (allow, verbs) = if read {
         ("GET, POST", json!(["GET", "POST"]))
     } else {
@@ -832,6 +835,15 @@ pub async fn wrong_verb(
         axum::http::HeaderValue::from_static(allow),
     );
     response
+}
+
+/// NOT_FOUND for a name that is no method's.
+fn unknown_method(name: &str) -> ApiError {
+    ApiError::with(
+        Code::NotFound,
+        format!("unknown method {name:?}"),
+        json!({ "method": name }),
+    )
 }
 
 /// The request header by which a browser client asks for API errors with status 200
@@ -999,13 +1011,7 @@ async fn dispatch(
         .methods
         .iter()
         .find(|m| m.name == name)
-        .ok_or_else(|| {
-            ApiError::with(
-                Code::NotFound,
-                format!("unknown method {name:?}"),
-                json!({ "method": name }),
-            )
-        })?;
+        .ok_or_else(|| unknown_method(name))?;
     let input = if verb == HttpMethod::GET || verb == HttpMethod::HEAD {
         if !method.read {
             return Err(ApiError::invalid(
