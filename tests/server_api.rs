@@ -1153,6 +1153,51 @@ async fn send(
     (status, headers, body)
 }
 
+/// Every error under /api/ is in the envelope, also those axum answers by itself: a name
+/// that is no UTF-8, a verb that the health check and the OpenAPI document lack.
+async fn every_api_error_is_in_the_envelope(db: Db) {
+    use reqwest::Method;
+    let fleet = Fleet::start(db, &[]).await;
+    for verb in [Method::GET, Method::POST] {
+        let (status, _, body) = send(&fleet, verb.clone(), "/api/%FF", false).await;
+        assert_eq!(status, 404, "{verb}: {body}");
+        assert_eq!(body["error"]["code"], "NOT_FOUND", "{verb}: {body}");
+        assert_eq!(body["error"]["details"]["method"], "%FF", "{verb}: {body}");
+    }
+    for path in ["/api/health", "/api/openapi.json"] {
+        for verb in [Method::POST, Method::PUT, Method::DELETE] {
+            let (status, headers, body) = send(&fleet, verb.clone(), path, false).await;
+            assert_eq!(status, 405, "{verb} {path}: {body}");
+            let allow = headers["allow"].to_str().unwrap();
+            assert!(allow.contains("GET"), "{verb} {path}: {allow}");
+            assert_eq!(body["error"]["code"], "INVALID_INPUT", "{verb} {path}");
+            assert_eq!(body["error"]["details"]["path"], "", "{verb} {path}");
+            assert!(
+                body["error"]["details"]["allow"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("GET")),
+                "{verb} {path}: {body}"
+            );
+            assert!(
+                body["error"]["message"].as_str().unwrap().contains("GET"),
+                "{body}"
+            );
+            // Asked for in the body: the same envelope, with status 200.
+            let (status, headers, asked) = send(&fleet, verb.clone(), path, true).await;
+            assert_eq!(status, 200, "{verb} {path}");
+            assert_eq!(headers["x-better-compute-status"], "405");
+            assert_eq!(asked, body);
+        }
+    }
+    let (status, headers, _) = send(&fleet, Method::GET, "/api/%FF", true).await;
+    assert_eq!(
+        (status, &headers["x-better-compute-status"]),
+        (200, &"404".parse().unwrap())
+    );
+}
+both!(api_errors_in_envelope, every_api_error_is_in_the_envelope);
+
 /// A name that is no method's is NOT_FOUND whatever the verb; a method's wrong verb is 405.
 async fn unknown_methods_are_not_found(db: Db) {
     use reqwest::Method;

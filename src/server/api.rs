@@ -7,8 +7,9 @@ use super::iam::{self, Caller};
 use super::{drift, events, fleet, numbers, objects, reconciler, webhooks};
 use axum::Json;
 use axum::body::{Body, HttpBody};
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method as HttpMethod, StatusCode};
+use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use planner::calls;
 use serde_json::value::RawValue;
@@ -808,14 +809,18 @@ fn query_input(pairs: Vec<(String, String)>, input: &Value) -> Result<Vec<u8>, A
 /// bare 405 with no body. A name that is no method's is NOT_FOUND whatever the verb.
 pub async fn wrong_verb(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    name: Result<Path<String>, PathRejection>,
+    uri: Uri,
     verb: HttpMethod,
 ) -> Response {
+    wrong_verb_of(&state, &method_name(name, &uri), &verb)
+}
+
+fn wrong_verb_of(state: &AppState, name: &str, verb: &HttpMethod) -> Response {
     let Some(method) = state.methods.iter().find(|m| m.name == name) else {
-        return unknown_method(&name).into_response();
+        return unknown_method(name).into_response();
     };
-    let read = method.read;
-    let (allow, verbs) = if read {
+    let (allow, verbs) = if method.read {
         ("GET, POST", json!(["GET", "POST"]))
     } else {
         ("POST", json!(["POST"]))
@@ -837,6 +842,19 @@ pub async fn wrong_verb(
     response
 }
 
+/// The method named by `/api/<method>`: decoded, or as written when its decoding is no UTF-8
+/// (`/api/%FF`), which then names no method.
+fn method_name(name: Result<Path<String>, PathRejection>, uri: &Uri) -> String {
+    match name {
+        Ok(Path(name)) => name,
+        Err(_) => uri
+            .path()
+            .strip_prefix("/api/")
+            .unwrap_or(uri.path())
+            .to_string(),
+    }
+}
+
 /// NOT_FOUND for a name that is no method's.
 fn unknown_method(name: &str) -> ApiError {
     ApiError::with(
@@ -853,11 +871,16 @@ pub const ERRORS_IN_BODY: &str = "x-better-compute-errors";
 /// The response header holding the real status of an error answered with 200.
 pub const ERROR_STATUS: &str = "x-better-compute-status";
 
-/// Browsers log every answer of status 400 and up as an error in their developer console,
-/// whatever the page makes of it (a refused sign-in, a CONFIG_DRIFT the page explains). A
-/// client that reads the envelope anyway may ask for errors with status 200: the envelope is
-/// unchanged, and [`ERROR_STATUS`] carries the status. Every other client gets the statuses of
-/// PRODUCT.md.
+/// What every answer under `/api/` goes through on its way out:
+///
+/// - An error axum answers by itself (a route's 405 with an empty body, a rejection in
+///   plain text) is put in the API's envelope, its status and headers (`Allow`) kept: a
+///   client reads every error of the API the same way.
+/// - Browsers log every answer of status 400 and up as an error in their developer console,
+///   whatever the page makes of it (a refused sign-in, a CONFIG_DRIFT the page explains). A
+///   client that reads the envelope anyway may ask for errors with status 200
+///   (`X-Better-Compute-Errors: in-body`): the envelope is unchanged, and [`ERROR_STATUS`]
+///   carries the status. Every other client gets the statuses of PRODUCT.md.
 pub async fn errors_in_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -866,13 +889,81 @@ pub async fn errors_in_body(
         .headers()
         .get(ERRORS_IN_BODY)
         .is_some_and(|v| v.as_bytes() == b"in-body");
+    let verb = request.method().clone();
+    let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
     let status = response.status();
-    if wanted && (status.is_client_error() || status.is_server_error()) {
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    if !is_json(&response) {
+        response = in_envelope(response, &verb, &path).await;
+    }
+    if wanted {
         response
             .headers_mut()
             .insert(ERROR_STATUS, axum::http::HeaderValue::from(status.as_u16()));
         *response.status_mut() = StatusCode::OK;
+    }
+    response
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"))
+}
+
+/// An error answered outside the envelope (by axum, not by a handler), in the envelope: the
+/// same status and headers, its text (if any) as the message.
+async fn in_envelope(response: Response, verb: &HttpMethod, path: &str) -> Response {
+    let (parts, body) = response.into_parts();
+    let status = parts.status;
+    // Such a body is a short sentence, or nothing; more is not read.
+    let text = axum::body::to_bytes(body, 1024)
+        .await
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let error = match status {
+        StatusCode::METHOD_NOT_ALLOWED => {
+            // axum writes `Allow` after the layers (this one too). The routes whose 405 is
+            // axum's own are the GET documents (health, openapi.json): their verb is GET.
+            let allow: Vec<&str> = parts
+                .headers
+                .get(axum::http::header::ALLOW)
+                .and_then(|a| a.to_str().ok())
+                .map(|a| {
+                    a.split(',')
+                        .map(str::trim)
+                        .filter(|v| !v.is_empty())
+                        .collect()
+                })
+                .filter(|verbs: &Vec<&str>| !verbs.is_empty())
+                .unwrap_or_else(|| vec!["GET"]);
+            ApiError::with(
+                Code::InvalidInput,
+                format!("{verb} is not a verb of {path}: use {}", allow.join(" or ")),
+                json!({ "path": "", "allow": allow }),
+            )
+        }
+        StatusCode::NOT_FOUND => ApiError::with(
+            Code::NotFound,
+            format!("{path} is not an API path: methods are POST /api/<method>"),
+            json!({ "route": path }),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(Code::PayloadTooLarge, text),
+        s if s.is_server_error() => ApiError::new(Code::Internal, "internal error"),
+        _ if text.is_empty() => ApiError::invalid("", status.canonical_reason().unwrap_or("")),
+        _ => ApiError::invalid("", text),
+    };
+    let mut response = error.into_response();
+    *response.status_mut() = status;
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            response.headers_mut().insert(name.clone(), value.clone());
+        }
     }
     response
 }
@@ -891,20 +982,25 @@ pub async fn unknown_path(uri: axum::http::Uri) -> Response {
 /// `POST|GET /api/<method>`.
 pub async fn handle(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    name: Result<Path<String>, PathRejection>,
+    uri: Uri,
     verb: HttpMethod,
     headers: HeaderMap,
-    Query(query): Query<Vec<(String, String)>>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     body: Body,
 ) -> Response {
+    let name = method_name(name, &uri);
     // GET or HEAD of a write is a verb the method lacks, like PUT: 405 (HEAD never runs one).
     if (verb == HttpMethod::GET || verb == HttpMethod::HEAD)
         && state.methods.iter().any(|m| m.name == name && !m.read)
     {
-        return wrong_verb(State(state), Path(name), verb).await;
+        return wrong_verb_of(&state, &name, &verb);
     }
     let started = Instant::now();
-    let result = dispatch(&state, &name, &verb, &headers, query, body).await;
+    let result = match query {
+        Ok(Query(query)) => dispatch(&state, &name, &verb, &headers, query, body).await,
+        Err(rejection) => Err(ApiError::invalid("", rejection.body_text())),
+    };
     let status = match &result {
         Ok(_) => StatusCode::OK,
         Err(e) => e.code.status(),
