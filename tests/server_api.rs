@@ -1264,6 +1264,42 @@ async fn repeated_query_parameters_are_refused(db: Db) {
 }
 both!(repeated_query, repeated_query_parameters_are_refused);
 
+/// A 401 names its scheme (RFC 9110, section 15.5.2); an error asked for in the body is no
+/// 401 and names none.
+async fn unauthenticated_answers_name_the_scheme(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    for key in [None, Some("bc_nosuchkey_secret"), Some("")] {
+        for in_body in [false, true] {
+            let mut request = fleet
+                .client()
+                .post(fleet.server.url("/api/fleet.status"))
+                .json(&json!({ "tenantId": "root" }));
+            if let Some(key) = key {
+                request = request.bearer_auth(key);
+            }
+            if in_body {
+                request = request.header("X-Better-Compute-Errors", "in-body");
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let scheme = response.headers().get("www-authenticate").cloned();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{key:?}");
+            if in_body {
+                assert_eq!((status, scheme), (200, None), "{key:?}");
+            } else {
+                assert_eq!(status, 401, "{key:?}");
+                assert_eq!(scheme.unwrap(), "Bearer", "{key:?}");
+            }
+        }
+    }
+    // Other errors name no scheme.
+    let (status, headers, _) = send(&fleet, reqwest::Method::POST, "/api/pool.get", false).await;
+    assert_eq!(status, 400);
+    assert!(headers.get("www-authenticate").is_none());
+}
+both!(www_authenticate, unauthenticated_answers_name_the_scheme);
+
 /// The administrator's principal id, from the audit row of a call it made.
 async fn admin_id(fleet: &Fleet) -> String {
     let rows = fleet

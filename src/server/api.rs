@@ -876,11 +876,13 @@ pub const ERROR_STATUS: &str = "x-better-compute-status";
 /// - An error axum answers by itself (a route's 405 with an empty body, a rejection in
 ///   plain text) is put in the API's envelope, its status and headers (`Allow`) kept: a
 ///   client reads every error of the API the same way.
+/// - A 401 says how to authenticate: `WWW-Authenticate: Bearer` (RFC 9110, section 15.5.2).
 /// - Browsers log every answer of status 400 and up as an error in their developer console,
 ///   whatever the page makes of it (a refused sign-in, a CONFIG_DRIFT the page explains). A
 ///   client that reads the envelope anyway may ask for errors with status 200
 ///   (`X-Better-Compute-Errors: in-body`): the envelope is unchanged, and [`ERROR_STATUS`]
-///   carries the status. Every other client gets the statuses of PRODUCT.md.
+///   carries the status. Such an answer is no 401, so it carries no `WWW-Authenticate` (the
+///   envelope's UNAUTHENTICATED says it). Every other client gets the statuses of PRODUCT.md.
 pub async fn errors_in_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -904,6 +906,11 @@ pub async fn errors_in_body(
             .headers_mut()
             .insert(ERROR_STATUS, axum::http::HeaderValue::from(status.as_u16()));
         *response.status_mut() = StatusCode::OK;
+    } else if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
     }
     response
 }
