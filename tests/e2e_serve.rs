@@ -19,7 +19,7 @@ struct Exit {
     took: Duration,
 }
 
-/// Runs `serve --listen 127.0.0.1:0` with `args` in `dir` until it exits, which it must do
+/// Runs `serve --listen 127.0.0.1:0` (unless `args` say `--listen`) with `args` in `dir` until it exits, which it must do
 /// within a minute (a start that fails never listens).
 fn serve_exits(dir: &Path, args: &[&str]) -> Exit {
     serve_exits_env(dir, args, &[])
@@ -30,7 +30,12 @@ fn serve_exits_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Exit {
     let (out, err) = (dir.join("serve.out"), dir.join("serve.err"));
     let started = Instant::now();
     let mut child = Command::new(binary())
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .arg("serve")
+        .args(
+            ["--listen", "127.0.0.1:0"]
+                .iter()
+                .filter(|_| !args.contains(&"--listen")),
+        )
         .args(args)
         .envs(env.iter().copied())
         .current_dir(dir)
@@ -335,4 +340,77 @@ async fn empty_variables_count_as_unset_and_switches_take_1_and_0() {
         demo_counts(&database).await,
         (2, 1, vec!["acme".into(), "globex".into(), "root".into()])
     );
+}
+
+/// Starts `serve` with exactly `args` (no `--listen` of its own) in `dir` and answers the
+/// address it prints once listening; the process is killed when the guard drops.
+fn start_listening(dir: &Path, args: &[&str]) -> (KillOnDrop, String) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(binary())
+        .arg("serve")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sent, listening) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(addr) = line.strip_prefix("listening on http://") {
+                let _ = sent.send(addr.to_owned());
+            }
+        }
+    });
+    let guard = KillOnDrop(child);
+    let addr = listening
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("serve {args:?} did not listen"));
+    (guard, addr)
+}
+
+/// A child process killed when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn listen_takes_a_host_name_as_a_flag_and_in_the_configuration_file() {
+    let dir = TempDir::new("listen");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    let config = dir.path().join("server.toml");
+    std::fs::write(&config, "listen = \"localhost:0\"\n").unwrap();
+    let flag = ["--listen", "localhost:0", "--database", &database];
+    let file = [
+        "--config",
+        config.to_str().unwrap(),
+        "--database",
+        &database,
+    ];
+    for args in [&flag[..], &file[..]] {
+        let (_server, addr) = start_listening(dir.path(), args);
+        let ip: std::net::SocketAddr = addr.parse().unwrap();
+        assert!(ip.ip().is_loopback(), "{addr}");
+        let health = reqwest::get(format!("http://{addr}/api/health"))
+            .await
+            .unwrap();
+        assert_eq!(health.status(), reqwest::StatusCode::OK, "{args:?}");
+    }
+    // Not HOST:PORT: a usage error that says the form.
+    let exit = serve_exits(
+        dir.path(),
+        &["--listen", "localhost", "--database", &database],
+    );
+    assert_eq!(exit.code, Some(2), "{}", exit.stderr);
+    assert!(exit.stderr.contains("HOST:PORT"), "{}", exit.stderr);
 }

@@ -56,10 +56,10 @@ pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// 1/0, yes/no, on/off).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on [default: 127.0.0.1:8080] (port 0 picks a free port, printed at
-    /// start).
-    #[arg(long, env = "BETTER_COMPUTE_LISTEN")]
-    pub listen: Option<SocketAddr>,
+    /// Address to listen on, HOST:PORT with an IP address or a host name such as localhost
+    /// [default: 127.0.0.1:8080] (port 0 picks a free port, printed at start).
+    #[arg(long, env = "BETTER_COMPUTE_LISTEN", value_parser = listen_address)]
+    pub listen: Option<String>,
     /// Database URL: sqlite://PATH (created if missing) or postgres://...
     /// [default: sqlite://data/fleet.db]
     #[arg(long, env = "BETTER_COMPUTE_DATABASE")]
@@ -99,7 +99,7 @@ pub struct ServeArgs {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct FileConfig {
-    listen: Option<SocketAddr>,
+    listen: Option<String>,
     database: Option<String>,
     #[serde(alias = "drift_every", alias = "drift-every")]
     drift_every: Option<String>,
@@ -120,8 +120,8 @@ struct FileModules {
 /// defaults.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Listen address.
-    pub listen: SocketAddr,
+    /// Listen address: `HOST:PORT`, the host an IP address or a name (resolved at bind).
+    pub listen: String,
     /// Database URL.
     pub database: String,
     /// Modules served.
@@ -161,11 +161,13 @@ impl Config {
             .with_context(|| format!("driftEvery {drift:?} is not a duration such as 15m or 2s"))?;
         anyhow::ensure!(!drift_every.is_zero(), "driftEvery must be more than 0");
         let vps = args.vps.or(file.modules.vps).unwrap_or(true);
+        let listen = match (args.listen, file.listen) {
+            (Some(flag), _) => flag,
+            (None, Some(listen)) => listen_address(&listen).map_err(anyhow::Error::msg)?,
+            (None, None) => "127.0.0.1:8080".into(),
+        };
         Ok(Config {
-            listen: args
-                .listen
-                .or(file.listen)
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            listen,
             database: args
                 .database
                 .or(file.database)
@@ -184,6 +186,23 @@ impl Config {
             webhook_allow_private: args.webhook_allow_private,
             event_retention: events::retention_from_env(),
         })
+    }
+}
+
+/// `HOST:PORT` checked (the host an IP address, `[v6]`, or a name); resolved when bound.
+fn listen_address(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let well_formed = text.parse::<SocketAddr>().is_ok()
+        || text.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && !host.contains(':') && port.parse::<u16>().is_ok()
+        });
+    if well_formed {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "listen {text:?} is not HOST:PORT, such as 127.0.0.1:8080, [::1]:8080 or \
+             localhost:8080"
+        ))
     }
 }
 
@@ -355,7 +374,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if config.demo {
         demo::seed(&state).await.context("seeding the demo fleet")?;
     }
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    // A host name is resolved here; the first of its addresses that binds is used.
+    let listener = tokio::net::TcpListener::bind(config.listen.as_str())
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
