@@ -640,6 +640,16 @@ async fn openapi_is_generated_from_the_method_table() {
         doc["paths"]["/api/fleet.export"]["get"].is_object(),
         "reads are also GET"
     );
+    // What the API serves beside its methods is listed too, and needs no key.
+    for (path, id) in [("/api/openapi.json", "openapi"), ("/api/health", "health")] {
+        let get = &doc["paths"][path]["get"];
+        assert_eq!(get["operationId"], id, "{path}: {get}");
+        assert_eq!(get["security"], json!([]), "{path}: {get}");
+        assert!(
+            get["responses"]["200"]["content"]["application/json"]["schema"].is_object(),
+            "{path}: {get}"
+        );
+    }
     assert_eq!(
         doc["paths"]["/api/fleet.apply"]["post"]["x-permission"],
         "compute:fleet:admin"

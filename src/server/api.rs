@@ -739,7 +739,8 @@ pub fn openapi(methods: &[Method]) -> Value {
     numbers::state_integer_ranges(&mut document);
     let document = hoist(document, "definitions", "FleetConfig.", &mut components);
     components.insert("FleetConfig".into(), document);
-    paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "responses": { "200": { "description": "`{\"status\":\"ok\"}`" } } } }));
+    paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "security": [], "responses": { "200": { "description": "`{\"status\":\"ok\"}`", "content": { "application/json": { "schema": { "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } } } } } } } }));
+    paths.insert("/api/openapi.json".into(), json!({ "get": { "operationId": "openapi", "summary": "This document (OpenAPI 3.1); no key needed.", "security": [], "responses": { "200": { "description": "The OpenAPI document of the API.", "content": { "application/json": { "schema": { "type": "object" } } } } } } }));
     let mut doc = json!({
         "openapi": "3.1.0",
         "info": { "title": "better-compute", "version": env!("CARGO_PKG_VERSION"), "description": "A small compute-platform server with FleetConfig. Every method is POST /api/<method> with its input as the JSON body." },
