@@ -330,7 +330,9 @@ pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> 
     let admin_key = match iam::bootstrap(&db).await {
         Ok(key) => key,
         Err(err) => {
-            key_file.map(KeyFile::discard);
+            if let Some(file) = key_file {
+                file.discard();
+            }
             return Err(err).context("creating the root tenant");
         }
     };
