@@ -618,15 +618,6 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
             "root",
             "--yes",
         ][..],
-        &[
-            "fleet",
-            "apply",
-            "blocked.json",
-            "--tenant",
-            "root",
-            "--plan-hash",
-            &stale,
-        ][..],
     ] {
         let run = d.cli(args);
         assert_eq!(run.code, 1, "{run:?}");
@@ -651,6 +642,32 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
         printed.push(lines);
     }
     assert!(printed.windows(2).all(|w| w[0] == w[1]), "{printed:#?}");
+    // A stale reviewed hash is CONFIG_DRIFT even when the plan is now blocked: the review no
+    // longer holds, whatever the plan became; the plan is printed after the reason.
+    let run = d.cli(&[
+        "fleet",
+        "apply",
+        "blocked.json",
+        "--tenant",
+        "root",
+        "--plan-hash",
+        &stale,
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.starts_with("error: CONFIG_DRIFT: "),
+        "{}",
+        run.stderr
+    );
+    let lines: Vec<String> = run
+        .stdout
+        .lines()
+        .skip_while(|l| !l.ends_with("the plan is now:"))
+        .skip(1)
+        .filter(|l| !l.starts_with("planHash: "))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines, printed[0], "{}", run.stdout);
     assert_eq!(
         d.cli(&[
             "fleet",
