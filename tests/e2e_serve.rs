@@ -414,3 +414,24 @@ async fn listen_takes_a_host_name_as_a_flag_and_in_the_configuration_file() {
     assert_eq!(exit.code, Some(2), "{}", exit.stderr);
     assert!(exit.stderr.contains("HOST:PORT"), "{}", exit.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_started_at_once_with_one_key_file_on_one_postgresql_keep_the_key() {
+    let dir = TempDir::new("keyrace");
+    for round in 0..3 {
+        let database = server_support::fresh_postgres().await;
+        let key_file = dir.path().join(format!("admin-{round}.key"));
+        let starts: Vec<_> = (0..2)
+            .map(|_| {
+                let database = database.clone();
+                let key_file = key_file.to_str().unwrap().to_owned();
+                std::thread::spawn(move || {
+                    Fleet::start_on(&database, &["--admin-key-file", &key_file], &[])
+                })
+            })
+            .collect();
+        let fleets: Vec<Fleet> = starts.into_iter().map(|s| s.join().unwrap()).collect();
+        let key = std::fs::read_to_string(&key_file).expect("the key file stays");
+        assert!(key_works(&fleets[0].server, key.trim()).await, "{key:?}");
+    }
+}

@@ -345,11 +345,10 @@ pub async fn open(config: Config) -> anyhow::Result<(AppState, Option<String>)> 
                 return Err(err);
             }
         },
-        (None, Some(file)) => {
-            // Another process bootstrapped in between.
-            file.discard();
-            None
-        }
+        // Another process bootstrapped in between. The file stays (empty, if this start made
+        // it): that process may be writing its key to the same path, and removing the path
+        // would lose it.
+        (None, Some(_)) => None,
         (key, None) => key,
     };
     let state = AppState {
@@ -480,9 +479,11 @@ impl KeyFile {
             .with_context(|| format!("writing --admin-key-file {}", self.path.display()))
     }
 
-    /// No key came: a file this start made goes again.
+    /// The bootstrap failed: a file this start made goes again, unless something was
+    /// written to it meanwhile.
     fn discard(self) {
-        if self.created {
+        let empty = self.file.metadata().is_ok_and(|m| m.len() == 0);
+        if self.created && empty {
             let _ = std::fs::remove_file(&self.path);
         }
     }
