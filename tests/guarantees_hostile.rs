@@ -1362,7 +1362,7 @@ async fn input_errors_are_written_as_the_documents_are(db: Db) {
             json!({ "tenantId": "root", "name": "pp", "provider": "x", "config": { "api.key": 98765.5 } }),
             "98765.5",
             r#"config["api.key"]"#,
-            "invalid type: floating point, expected a string",
+            "invalid type: number, expected a string",
         ),
         (
             "providerAccount.update",
@@ -1384,7 +1384,7 @@ async fn input_errors_are_written_as_the_documents_are(db: Db) {
             json!({ "tenantId": "root", "poolId": pool, "tenant": "acme", "quota": { "gpu.token": "s3cr3t \"x\", expected \\ y" } }),
             "s3cr3t",
             r#"quota["gpu.token"]"#,
-            "invalid type: string, expected u64",
+            "invalid type: string, expected a non-negative integer",
         ),
         (
             "site.create",
@@ -1451,7 +1451,7 @@ async fn input_errors_are_written_as_the_documents_are(db: Db) {
         at(&error),
         (
             r#"quota["nvidia.gpu"]"#.into(),
-            "invalid value: integer `-1`, expected u64".into()
+            "invalid value: integer `-1`, expected a non-negative integer".into()
         )
     );
     let error = input_error(
@@ -1526,3 +1526,181 @@ async fn input_errors_are_written_as_the_documents_are(db: Db) {
     assert_eq!(snapshot(&database).await, before, "nothing changed");
 }
 both!(input_errors, input_errors_are_written_as_the_documents_are);
+
+/// Input errors speak JSON, never Rust: every method's input, its root and each field (and
+/// the fields of an object field) given a value of each JSON kind, answers messages that
+/// name no Rust type (`struct TenantInput`, `u64`, `i64`, `f64`, `map`, `sequence`).
+async fn input_errors_name_no_rust_type(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let rust_words = [
+        "struct",
+        "enum",
+        "identifier",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "f32",
+        "f64",
+        "Option",
+        "Some",
+        "None",
+        "Vec",
+        "String",
+        "HashMap",
+        "BTreeMap",
+        "map",
+        "sequence",
+        "floating",
+        "unit",
+    ];
+    let speaks_rust = |text: &str| {
+        text.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| rust_words.contains(&word))
+    };
+    let kinds = [
+        json!(null),
+        json!(0),
+        json!(-1),
+        json!(1.5),
+        json!(1e30),
+        json!(true),
+        json!("x"),
+        json!([]),
+        json!([1]),
+        json!({}),
+        json!({ "a": 1, "b": 2 }),
+    ];
+    let mut seen = 0;
+    let mut check = async |method: &str, body: Value| {
+        let response = fleet
+            .client()
+            .post(fleet.server.url(&format!("/api/{method}")))
+            .bearer_auth(&fleet.key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let answer: Value = response.json().await.unwrap();
+        if answer["error"]["code"] == "INVALID_INPUT" {
+            let message = answer["error"]["message"].as_str().unwrap();
+            // The input's own words (field names, the document's) are not serde's.
+            let words = message.split(", expected one of").next().unwrap();
+            assert!(
+                !speaks_rust(words),
+                "{method} {body}: a Rust word in {message:?}"
+            );
+            seen += 1;
+        }
+    };
+    for (method, input) in valid_inputs("root", &json!({})) {
+        for kind in &kinds {
+            check(&method, kind.clone()).await;
+        }
+        let Some(fields) = input.as_object() else {
+            continue;
+        };
+        for (field, value) in fields {
+            for kind in &kinds {
+                let mut body = input.clone();
+                body[field] = kind.clone();
+                check(&method, body).await;
+            }
+            // One level down: a policy's, a quota's, a document's fields.
+            if let Some(inner) = value.as_object() {
+                let mut keys: Vec<&str> = inner.keys().map(String::as_str).collect();
+                keys.push("added");
+                for key in keys {
+                    for kind in &kinds {
+                        let mut body = input.clone();
+                        body[field][key] = kind.clone();
+                        check(&method, body).await;
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 500, "{seen} refusals read");
+
+    // What the messages say instead, for each kind of field.
+    let mut wrong = Vec::new();
+    let said = async |method: &str, body: &str| {
+        input_error(&fleet, method, body.as_bytes()).await["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for (method, body, message) in [
+        (
+            "tenant.list",
+            "null",
+            "invalid type: null, expected a JSON object at line 1 column 4",
+        ),
+        (
+            "fleet.status",
+            r#"{"tenantId":5}"#,
+            "invalid type: integer `5`, expected a string at line 1 column 13",
+        ),
+        (
+            "pool.get",
+            r#"{"tenantId":"root","id":"p","x":1}"#,
+            "unknown field `x`, expected `tenantId` or `id` at line 1 column 31",
+        ),
+        (
+            "flavor.delete",
+            r#"{"tenantId":"root","id":"f","ifRevision":-1}"#,
+            "invalid value: integer `-1`, expected a non-negative integer",
+        ),
+        (
+            "flavor.create",
+            r#"{"tenantId":"root","poolId":"p","name":"f","vcpu":1.5,"memoryGiB":1,"diskGiB":1}"#,
+            "invalid type: number `1.5`, expected an integer from 0 to 4294967295",
+        ),
+        (
+            "pool.offer",
+            r#"{"tenantId":"root","poolId":"p","tenant":"acme","quota":{},"priority":"x"}"#,
+            r#"invalid type: string "x", expected an integer from -9223372036854775808 to 9223372036854775807"#,
+        ),
+        (
+            "pool.update",
+            r#"{"tenantId":"root","id":"p","ifRevision":1,"policy":{"disruptionBudget":"x"}}"#,
+            r#"invalid type: string "x", expected a number"#,
+        ),
+        (
+            "pool.update",
+            r#"{"tenantId":"root","id":"p","ifRevision":1,"policy":[]}"#,
+            "invalid type: array, expected a JSON object",
+        ),
+        (
+            "pool.create",
+            r#"{"tenantId":"root","siteId":"s","class":{"a":1,"b":2}}"#,
+            "invalid type: object, expected a string",
+        ),
+        (
+            "pool.create",
+            r#"{"tenantId":"root","siteId":"s","class":7}"#,
+            "invalid type: integer `7`, expected a string",
+        ),
+        (
+            "webhook.create",
+            r#"{"tenantId":"root","url":"https://example.com/hook","events":{}}"#,
+            "invalid type: object, expected an array at line 1 column 61",
+        ),
+    ] {
+        wrong.extend(
+            Some(said(method, body).await)
+                .filter(|said| said != message)
+                .map(|said| format!("{method} {body}: {said:?}, not {message:?}")),
+        );
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+both!(input_errors_in_json_words, input_errors_name_no_rust_type);

@@ -640,6 +640,29 @@ async fn openapi_is_generated_from_the_method_table() {
         doc["paths"]["/api/fleet.export"]["get"].is_object(),
         "reads are also GET"
     );
+    // Descriptions speak of the wire, not of the Rust behind it (they come from doc comments).
+    fn descriptions<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(text)) = map.get("description") {
+                    out.push(text);
+                }
+                map.values().for_each(|v| descriptions(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| descriptions(v, out)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    descriptions(&doc, &mut texts);
+    assert!(texts.len() > 100, "{}", texts.len());
+    for text in texts {
+        for rust in [
+            "None", "Some(", "[`", "Option<", "Vec<", "::", "HashMap", "BTreeMap",
+        ] {
+            assert!(!text.contains(rust), "{rust} in {text:?}");
+        }
+    }
     // What the API serves beside its methods is listed too, and needs no key.
     for (path, id) in [("/api/openapi.json", "openapi"), ("/api/health", "health")] {
         let get = &doc["paths"][path]["get"];

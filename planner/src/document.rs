@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A fleet document: `version: 1` and any of five lists. An absent list (`None`) leaves that
-/// kind alone; an empty one, with prune, deletes all of it.
+/// A fleet document: `version: 1` and any of five lists. A list left out (or `null`) leaves
+/// that kind alone; an empty one, with prune, deletes all of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Document {
@@ -100,11 +100,12 @@ pub struct Pool {
     /// Scheduling policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
-    /// How much of each resource the owner keeps; `None` leaves the quotas alone.
+    /// How much of each resource the owner keeps; left out (or `null`), the quotas are left
+    /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::resource_keys)]
     pub owner_quota: Option<BTreeMap<String, u64>>,
-    /// Offers to tenants; `None` leaves the offers alone.
+    /// Offers to tenants; left out (or `null`), the offers are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
     pub offers: Option<Vec<Offer>>,

@@ -41,7 +41,7 @@ pub fn tenant_key(tenant: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
-    /// The changes that do something or are blocked (up to [`MAX_CHANGES`]), as the plan has
+    /// The changes that do something or are blocked (up to 50), as the plan has
     /// them: kind, name, action, fields with before and after, and blocked and note when
     /// blocked.
     pub changes: Vec<Change>,

@@ -503,7 +503,7 @@ fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiEr
     if under_secret_key(err.path()) {
         message = without_value(&message);
     }
-    ApiError::invalid(path, message)
+    ApiError::invalid(path, in_wire_terms(&message))
 }
 
 /// A serde path written as the document's paths are (`pools[0].quota["nvidia.gpu"]`, the root
@@ -589,6 +589,118 @@ fn unexpected_without_value(text: &str) -> Option<(&'static str, &str)> {
         }
     }
     None
+}
+
+/// serde's message in the API's words: what the input expected as JSON says it (`a JSON
+/// object`, `an integer from 0 to 4294967295`), never as a Rust type (`struct TenantInput`,
+/// `u32`), and what it got as a JSON kind (`object`, `array`, `number`, not `map`,
+/// `sequence`, `floating point`). serde_json's place (` at line 1 column 5`) stays.
+fn in_wire_terms(message: &str) -> String {
+    // serde_json's place ends the message: ` at line <digits> column <digits>`.
+    let (text, place) = match message.rfind(" at line ") {
+        Some(at)
+            if message[at + " at line ".len()..]
+                .split_once(" column ")
+                .is_some_and(|(line, column)| {
+                    [line, column]
+                        .iter()
+                        .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                }) =>
+        {
+            message.split_at(at)
+        }
+        _ => (message, ""),
+    };
+    // A struct read from an array (serde allows it) is an array where an object is due.
+    if let Some(rest) = text.strip_prefix("invalid length ")
+        && rest.contains(", expected struct ")
+    {
+        return format!("invalid type: array, expected a JSON object{place}");
+    }
+    if text.starts_with("data did not match any variant of ") {
+        return format!("the value is none of the forms this field takes{place}");
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = text.strip_prefix(prefix)
+            && let Some(comma) = rest.rfind(", expected ")
+        {
+            let (got, expected) = (&rest[..comma], &rest[comma + ", expected ".len()..]);
+            let expected = expected_in_wire_terms(expected);
+            let got = got_in_wire_terms(got);
+            // A map where a name is due (serde's enums): an object, of the wrong type.
+            let prefix = if got == "object" && expected == "a string" {
+                "invalid type: "
+            } else {
+                prefix
+            };
+            return format!("{prefix}{got}, expected {expected}{place}");
+        }
+    }
+    message.to_owned()
+}
+
+/// serde's `Unexpected` kind as JSON names it (its value, if any, kept).
+fn got_in_wire_terms(got: &str) -> String {
+    for (serde, json) in [
+        ("map", "object"),
+        ("sequence", "array"),
+        ("floating point", "number"),
+        ("unit value", "null"),
+        ("unit", "null"),
+    ] {
+        if got == serde {
+            return json.to_owned();
+        }
+        if let Some(value) = got.strip_prefix(serde).filter(|v| v.starts_with(" `")) {
+            return format!("{json}{value}");
+        }
+    }
+    got.to_owned()
+}
+
+/// What serde's `expected` names (a Rust type, or a visitor's words), as JSON says it.
+fn expected_in_wire_terms(expected: &str) -> String {
+    let range = |min: i128, max: i128| format!("an integer from {min} to {max}");
+    match expected {
+        "u8" => range(0, u8::MAX.into()),
+        "u16" => range(0, u16::MAX.into()),
+        "u32" => range(0, u32::MAX.into()),
+        // A u64's real bound is often lower (stored as i64): no bound is stated.
+        "u64" | "u128" | "usize" => "a non-negative integer".to_owned(),
+        "i8" => range(i8::MIN.into(), i8::MAX.into()),
+        "i16" => range(i16::MIN.into(), i16::MAX.into()),
+        "i32" => range(i32::MIN.into(), i32::MAX.into()),
+        "i64" => range(i64::MIN.into(), i64::MAX.into()),
+        "i128" | "isize" => "an integer".to_owned(),
+        "f32" | "f64" => "a number".to_owned(),
+        "a map" => "a JSON object".to_owned(),
+        "a sequence" => "an array".to_owned(),
+        "a borrowed string" | "a character" | "a char" => "a string".to_owned(),
+        "unit" => "null".to_owned(),
+        // serde's enums of names (every enum of the inputs): a string, one of its names.
+        "string or map" | "map with a single key" | "variant identifier" | "field identifier" => {
+            "a string".to_owned()
+        }
+        _ => {
+            let words = [
+                ("struct variant ", "a JSON object"),
+                ("tuple variant ", "an array"),
+                ("tuple struct ", "an array"),
+                ("unit struct ", "null"),
+                ("newtype struct ", "a value"),
+                ("struct ", "a JSON object"),
+                ("internally tagged enum ", "a JSON object"),
+                ("adjacently tagged enum ", "a JSON object"),
+                ("enum ", "a string"),
+                ("tuple of ", "an array"),
+                ("an array of length ", "an array"),
+            ];
+            match words.iter().find(|(rust, _)| expected.starts_with(rust)) {
+                Some((_, json)) => (*json).to_owned(),
+                None => expected.to_owned(),
+            }
+        }
+    }
 }
 
 /// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
