@@ -481,10 +481,9 @@ fn refuse_nul(input: &Value) -> Result<(), ApiError> {
     }
     let mut path = String::new();
     if find(input, &mut path) {
-        return Err(ApiError::invalid(
-            path,
-            "must not contain a NUL character (\\u0000)",
-        ));
+        // Worded as the fields' own checks word it (`region must not contain ...`).
+        let message = format!("{path} must not contain a NUL character (\\u0000)");
+        return Err(ApiError::invalid(path, message));
     }
     Ok(())
 }
