@@ -181,6 +181,34 @@ fn plan_against_a_saved_export_prints_the_seeds_lines() {
         &format!("planHash: {}", expected.plan_hash)
     );
     assert!(lines[6].starts_with("  pool.update {"), "{}", run.stdout);
+
+    // --diff shows each update's values under its line: now, then in the document.
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--diff",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "~ pool vps-fra (policy)\n    \
+             policy: {{\"disruptionBudget\":0.2}} -> {{\"disruptionBudget\":0.1}}\n\
+             ~ ownerQuota vps-fra:gpu (max)\n    \
+             max: 4 -> 8\n\
+             + offer vps-fra -> globex\n\
+             + flavor vps-fra/g1.large\n\
+             2 to create, 2 to update, 0 to delete, 5 unchanged.\n\
+             planHash: {}\n",
+            expected.plan_hash
+        )
+    );
 }
 
 #[test]

@@ -104,6 +104,7 @@ Kinds the deployment does not serve are left out and reported on standard error.
 Examples:
   better-compute fleet plan fleet.json --tenant root
   better-compute fleet plan fleet.json --tenant root --prune --calls
+  better-compute fleet plan fleet.json --tenant root --diff             # values too
   better-compute fleet plan fleet.json --tenant root --fail-on-drift    # in CI
   better-compute fleet plan fleet.json --state export.json              # offline
 
@@ -123,6 +124,9 @@ Prints one line per change that does something (+ create, ~ update with the diff
         /// List the calls fleet.apply would make (method and canonical input).
         #[arg(long)]
         calls: bool,
+        /// Under each update, the values that differ: now -> in the document.
+        #[arg(long)]
+        diff: bool,
         /// Exit 1 with FLEET_DRIFTED when any call would run.
         #[arg(long)]
         fail_on_drift: bool,
@@ -154,6 +158,9 @@ drift baseline).")]
         /// Apply the plan reviewed earlier, which had this planHash.
         #[arg(long, value_name = "HASH", value_parser = plan_hash)]
         plan_hash: Option<String>,
+        /// Under each update, the values that differ: now -> in the document.
+        #[arg(long)]
+        diff: bool,
         /// `text` for people, `json` for tools: the plan when reviewing, else the apply's
         /// answer, `{plan, applied}`.
         #[arg(long, value_enum, default_value_t = Output::Text)]
@@ -288,9 +295,14 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
             tenant,
             state,
             calls,
+            diff,
             fail_on_drift,
             output,
         } => {
+            let style = Style {
+                values: diff,
+                ..style
+            };
             let against = match (state, tenant) {
                 (Some(state), tenant) => Against::State(state, tenant),
                 (None, Some(tenant)) => Against::Server(tenant),
@@ -311,8 +323,13 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
             tenant,
             yes,
             plan_hash,
+            diff,
             output,
         } => {
+            let style = Style {
+                values: diff,
+                ..style
+            };
             let mode = match (yes, plan_hash) {
                 (_, Some(hash)) => ApplyMode::PlanHash(hash),
                 (true, None) => ApplyMode::Yes,

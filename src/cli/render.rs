@@ -6,11 +6,13 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-/// Whether to colour the output.
+/// How to print: colours, and how much of each change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Style {
     /// Emit ANSI colours.
     pub colour: bool,
+    /// Under each update, its differing values: now, then in the document (`--diff`).
+    pub values: bool,
 }
 
 impl Style {
@@ -21,6 +23,7 @@ impl Style {
         let forced = var("CLICOLOR_FORCE").is_some_and(|value| !value.is_empty() && value != "0");
         Style {
             colour: !set("NO_COLOR") && (terminal || forced),
+            values: false,
         }
     }
 
@@ -68,15 +71,45 @@ pub fn summary_line(summary: &Summary) -> String {
     )
 }
 
-/// One line per change that does something, then the counts line.
+/// The lines under an update with `--diff`: `    <field>: <now> -> <in the document>`, each
+/// value as compact JSON (`(none)` when absent), the now red and the document's green.
+pub fn value_lines(change: &Change, style: Style) -> Vec<String> {
+    if change.action != Action::Update {
+        return Vec::new();
+    }
+    let value = |side: &Option<Box<serde_json::Map<String, serde_json::Value>>>, field: &str| {
+        side.as_ref()
+            .and_then(|map| map.get(field))
+            .filter(|v| !v.is_null())
+            .map_or_else(|| "(none)".to_owned(), |v| v.to_string())
+    };
+    change
+        .fields
+        .iter()
+        .map(|field| {
+            let before = style.paint("31", &value(&change.before, field));
+            let after = style.paint("32", &value(&change.after, field));
+            format!("    {field}: {before} -> {after}")
+        })
+        .collect()
+}
+
+/// One line per change that does something (with `style.values`, an update's values under
+/// it), then the counts line.
 pub fn changes(changes: &[Change], summary: &Summary, style: Style) -> String {
     let mut out = String::new();
-    for line in changes
-        .iter()
-        .filter_map(|change| change_line(change, style))
-    {
+    for change in changes {
+        let Some(line) = change_line(change, style) else {
+            continue;
+        };
         out.push_str(&line);
         out.push('\n');
+        if style.values {
+            for line in value_lines(change, style) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
     }
     out.push_str(&summary_line(summary));
     out.push('\n');
@@ -284,6 +317,25 @@ mod tests {
     }
 
     #[test]
+    fn diff_lines_show_each_fields_values() {
+        let update = change(json!({
+            "kind": "pool", "name": "vps-fra", "action": "update",
+            "fields": ["policy", "gpuModel"],
+            "before": { "policy": { "disruptionBudget": 0.2 }, "gpuModel": null },
+            "after": { "policy": { "disruptionBudget": 0.1 }, "gpuModel": "L40S" }
+        }));
+        assert_eq!(
+            value_lines(&update, Style::default()),
+            [
+                r#"    policy: {"disruptionBudget":0.2} -> {"disruptionBudget":0.1}"#,
+                r#"    gpuModel: (none) -> "L40S""#,
+            ]
+        );
+        let create = change(json!({"kind": "site", "name": "fra", "action": "create"}));
+        assert!(value_lines(&create, Style::default()).is_empty());
+    }
+
+    #[test]
     fn the_seeds_plan_lines() {
         let summary = Summary {
             create: 2,
@@ -327,7 +379,14 @@ mod tests {
             change_line(&unchanged, Style::default()).unwrap(),
             "! = pool burst (blocked: unknown provider account \"cloud\")"
         );
-        let coloured = change_line(&delete, Style { colour: true }).unwrap();
+        let coloured = change_line(
+            &delete,
+            Style {
+                colour: true,
+                ..Style::default()
+            },
+        )
+        .unwrap();
         assert_eq!(coloured, "\x1b[31m- flavor vps-fra/g1.small\x1b[0m");
     }
 
