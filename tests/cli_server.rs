@@ -783,6 +783,16 @@ fn status_reports_drift_until_an_apply_fixes_it() {
     assert_eq!(status.code, 1, "{status:?}");
     assert!(status.stdout.contains("Drift: the fleet has drifted from the applied document:\n  pool:\n    ~ pool vps-fra (policy)\n"), "{}", status.stdout);
     assert!(status.stderr.starts_with("error: FLEET_DRIFTED: tenant root's fleet has drifted from the applied document (1 change as of 20"), "{}", status.stderr);
+    // --diff: the live value, then the document's.
+    let status = d.cli(&["fleet", "status", "--tenant", "root", "--diff"]);
+    assert_eq!(status.code, 0, "{status:?}");
+    assert!(
+        status.stdout.contains(
+            "    ~ pool vps-fra (policy)\n        policy: {\"disruptionBudget\":0.5} -> {\"disruptionBudget\":0.1}\n"
+        ),
+        "{}",
+        status.stdout
+    );
 
     let merge = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
     assert_eq!(merge.code, 0, "{merge:?}");

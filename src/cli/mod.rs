@@ -179,6 +179,9 @@ Examples:
         /// Exit 1 with FLEET_DRIFTED while the recorded drift is set.
         #[arg(long)]
         fail_on_drift: bool,
+        /// Under each drifted update, the values that differ: live -> in the document.
+        #[arg(long)]
+        diff: bool,
         /// `text` for people, `json` for tools (the server's answer).
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
@@ -348,8 +351,13 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
         FleetCommand::Status {
             tenant,
             fail_on_drift,
+            diff,
             output,
         } => {
+            let style = Style {
+                values: diff,
+                ..style
+            };
             let request = fleet::StatusRequest {
                 tenant,
                 fail_on_drift,

@@ -276,7 +276,12 @@ pub fn status(status: &Status, style: Style) -> String {
             .changes
             .iter()
             .filter(|change| change.kind == kind)
-            .filter_map(|change| change_line(change, style))
+            .filter_map(|change| {
+                let line = change_line(change, style)?;
+                let values = style.values.then(|| value_lines(change, style));
+                Some(std::iter::once(line).chain(values.into_iter().flatten()))
+            })
+            .flatten()
             .collect();
         if lines.is_empty() {
             continue;
