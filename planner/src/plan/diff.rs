@@ -848,13 +848,20 @@ impl<'a> Planner<'a> {
                 let (cur, earlier) = self.cur_pools.matching(i, &p.name);
                 notes.extend(earlier.map(|e| twice(Kind::Pool, e)));
                 let mut diff = Diff::default();
-                if !self.same(Kind::Site, &cur.site, &p.site) {
+                // A reference the plan cannot resolve is blocked as unknown (above); whether it
+                // names another object than now cannot be told, so it is no differing field
+                // (a provider account named by name on a deployment that stopped serving them
+                // read "providerAccount cannot change" as if it had been changed).
+                let unknown = |kind: Kind, reference: &str| self.resolve(kind, reference).is_none();
+                if !self.same(Kind::Site, &cur.site, &p.site) && !unknown(Kind::Site, &p.site) {
                     diff.fixed_differs("site", &cur.site, &p.site);
                 }
                 diff.fixed("class", &cur.class, &p.class);
                 diff.fixed("gpuModel", &cur.gpu_model, &p.gpu_model);
                 let same_account = match (&cur.provider_account, &p.provider_account) {
-                    (Some(a), Some(b)) => self.same(Kind::ProviderAccount, a, b),
+                    (Some(a), Some(b)) => {
+                        self.same(Kind::ProviderAccount, a, b) || unknown(Kind::ProviderAccount, b)
+                    }
                     (a, b) => a == b,
                 };
                 if !same_account {

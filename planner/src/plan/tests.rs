@@ -651,13 +651,31 @@ fn an_unchanged_reference_to_an_unserved_account_blocks_nothing() {
         "providerAccount": "pa_xcloud", "ownerQuota": {}, "offers": [] }]}"#;
     let ex = export(current, &[Section::ProviderAccounts]);
     check(current, &ex, PRUNE, "");
-    // Naming another unknown account still blocks the update that would make it.
+    // Naming another unknown account blocks the pool, as unknown: whether it is another
+    // account than now cannot be told, so no field is said to change.
     let other = current.replace("pa_xcloud", "pa_xother");
     check(
         &other,
         &ex,
         PRUNE,
-        r#"pool burst update blocked: providerAccount cannot change; create a new pool instead; unknown provider account "pa_xother""#,
+        r#"pool burst unchanged blocked: unknown provider account "pa_xother""#,
+    );
+    // So is the account named by name, as a document applied while the deployment served
+    // accounts names it (its drift check found "providerAccount cannot change").
+    let by_name = current.replace("pa_xcloud", "cloud");
+    check(
+        &by_name,
+        &ex,
+        PRUNE,
+        r#"pool burst unchanged blocked: unknown provider account "cloud""#,
+    );
+    // An unknown site likewise.
+    let site = current.replace(r#""site": "fra""#, r#""site": "ber""#);
+    check(
+        &site,
+        &ex,
+        PRUNE,
+        r#"pool burst unchanged blocked: unknown site "ber""#,
     );
 }
 
