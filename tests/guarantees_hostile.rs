@@ -1679,6 +1679,17 @@ async fn input_errors_name_no_rust_type(db: Db) {
             r#"{"tenantId":"root","id":"p","ifRevision":1,"policy":[]}"#,
             "invalid type: array, expected a JSON object",
         ),
+        // serde reads a struct from an array of its fields too: an object is an object.
+        (
+            "pool.update",
+            r#"{"tenantId":"root","id":"p","ifRevision":1,"policy":[0.5]}"#,
+            "invalid type: array, expected a JSON object",
+        ),
+        (
+            "sandboxTemplate.create",
+            r#"{"tenantId":"root","poolId":"p","name":"t","imageId":"i","flavorId":"f","network":"private","warm":[1,2]}"#,
+            "invalid type: array, expected a JSON object",
+        ),
         (
             "pool.create",
             r#"{"tenantId":"root","siteId":"s","class":{"a":1,"b":2}}"#,

@@ -8,6 +8,7 @@
 use super::AppState;
 use super::db::{Tx, new_id, now_ms, random_token};
 use super::error::{ApiError, Code};
+use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row as _};
@@ -431,7 +432,7 @@ pub fn parse<T: serde::de::DeserializeOwned>(input: &[u8]) -> Result<T, ApiError
         return Err(ApiError::invalid("", "the input is a JSON object"));
     }
     let mut de = serde_json::Deserializer::from_slice(input);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
+    let value = serde_path_to_error::deserialize(ObjectsOnly(&mut de)).map_err(path_error)?;
     de.end().map_err(|e| ApiError::invalid("", e.to_string()))?;
     // A NUL can only come as the escape `\u0000`: most inputs are spared the second read.
     if input.windows(6).any(|w| w == b"\\u0000")
@@ -445,7 +446,213 @@ pub fn parse<T: serde::de::DeserializeOwned>(input: &[u8]) -> Result<T, ApiError
 /// Parses a method's input from a JSON value.
 pub fn parse_value<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ApiError> {
     refuse_nul(&input)?;
-    serde_path_to_error::deserialize(input).map_err(path_error)
+    serde_path_to_error::deserialize(ObjectsOnly(input)).map_err(path_error)
+}
+
+/// A deserializer that reads a struct from a JSON object only. serde reads a struct from an
+/// array of its fields in order too (`"policy": [0.5]` was a policy): an input's objects are
+/// objects, as their schemas say. Every other read is passed through, each nested value read
+/// through this again.
+struct ObjectsOnly<D>(D);
+
+/// Forwards the `deserialize_*` methods that take only a visitor.
+macro_rules! objects_only_forward {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+            self.0.$method(ObjectsOnly(visitor))
+        }
+    )*};
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectsOnly<D> {
+    type Error = D::Error;
+
+    objects_only_forward! {
+        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
+        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
+        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
+        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
+        deserialize_option deserialize_unit deserialize_seq deserialize_map
+        deserialize_identifier deserialize_ignored_any
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        // A map read refuses an array: `invalid type: sequence, expected struct ...`.
+        self.0.deserialize_map(ObjectsOnly(visitor))
+    }
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_unit_struct(name, ObjectsOnly(visitor))
+    }
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0
+            .deserialize_newtype_struct(name, ObjectsOnly(visitor))
+    }
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_tuple(len, ObjectsOnly(visitor))
+    }
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0
+            .deserialize_tuple_struct(name, len, ObjectsOnly(visitor))
+    }
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0
+            .deserialize_enum(name, variants, ObjectsOnly(visitor))
+    }
+    fn is_human_readable(&self) -> bool {
+        self.0.is_human_readable()
+    }
+}
+
+/// Forwards the `visit_*` methods that take a plain value.
+macro_rules! objects_only_visit {
+    ($($method:ident($t:ty))*) => {$(
+        fn $method<E: de::Error>(self, v: $t) -> Result<V::Value, E> {
+            self.0.$method(v)
+        }
+    )*};
+}
+
+/// The visitor of a value read by [`ObjectsOnly`]: what it holds is read the same way.
+impl<'de, V: Visitor<'de>> Visitor<'de> for ObjectsOnly<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.0.expecting(f)
+    }
+    objects_only_visit! {
+        visit_bool(bool) visit_i8(i8) visit_i16(i16) visit_i32(i32) visit_i64(i64)
+        visit_i128(i128) visit_u8(u8) visit_u16(u16) visit_u32(u32) visit_u64(u64)
+        visit_u128(u128) visit_f32(f32) visit_f64(f64) visit_char(char) visit_str(&str)
+        visit_borrowed_str(&'de str) visit_string(String) visit_bytes(&[u8])
+        visit_borrowed_bytes(&'de [u8]) visit_byte_buf(Vec<u8>)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.0.visit_none()
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.0.visit_unit()
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.0.visit_some(ObjectsOnly(d))
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.0.visit_newtype_struct(ObjectsOnly(d))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.0.visit_seq(ObjectsOnly(seq))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.0.visit_map(ObjectsOnly(map))
+    }
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        self.0.visit_enum(ObjectsOnly(data))
+    }
+}
+
+impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for ObjectsOnly<A> {
+    type Error = A::Error;
+
+    fn next_element_seed<T: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, A::Error> {
+        self.0.next_element_seed(ObjectsOnly(seed))
+    }
+    fn size_hint(&self) -> Option<usize> {
+        self.0.size_hint()
+    }
+}
+
+impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for ObjectsOnly<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        self.0.next_key_seed(ObjectsOnly(seed))
+    }
+    fn next_value_seed<T: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<T::Value, A::Error> {
+        self.0.next_value_seed(ObjectsOnly(seed))
+    }
+    fn size_hint(&self) -> Option<usize> {
+        self.0.size_hint()
+    }
+}
+
+impl<'de, A: de::EnumAccess<'de>> de::EnumAccess<'de> for ObjectsOnly<A> {
+    type Error = A::Error;
+    type Variant = ObjectsOnly<A::Variant>;
+
+    fn variant_seed<T: de::DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<(T::Value, Self::Variant), A::Error> {
+        let (value, variant) = self.0.variant_seed(ObjectsOnly(seed))?;
+        Ok((value, ObjectsOnly(variant)))
+    }
+}
+
+impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for ObjectsOnly<A> {
+    type Error = A::Error;
+
+    fn unit_variant(self) -> Result<(), A::Error> {
+        self.0.unit_variant()
+    }
+    fn newtype_variant_seed<T: de::DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<T::Value, A::Error> {
+        self.0.newtype_variant_seed(ObjectsOnly(seed))
+    }
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
+        self.0.tuple_variant(len, ObjectsOnly(visitor))
+    }
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        self.0.struct_variant(fields, ObjectsOnly(visitor))
+    }
+}
+
+impl<'de, T: de::DeserializeSeed<'de>> de::DeserializeSeed<'de> for ObjectsOnly<T> {
+    type Value = T::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
+        self.0.deserialize(ObjectsOnly(d))
+    }
 }
 
 /// INVALID_INPUT at the first text of `input` holding a NUL character: PostgreSQL's text
