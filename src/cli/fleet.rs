@@ -448,7 +448,7 @@ pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
 }
 
 /// Reads and validates a document: the typed document and the JSON as written (which is what
-/// the server receives). Every problem is printed as `FILE: path: message`.
+/// the server receives). Every problem is printed as `FILE:LINE:COLUMN: path: message`.
 fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
     let bytes = std::fs::read(file)
         .map_err(|err| CliError::failed(format!("cannot read {}: {err}", file.display())))?;

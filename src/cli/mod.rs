@@ -192,7 +192,7 @@ Examples:
   better-compute fleet validate fleet.json
   better-compute fleet validate staging.json production.json
 
-Prints `FILE: path: message` for every problem and exits 1 (INVALID_INPUT); exits 0 when valid.")]
+Prints `FILE:LINE:COLUMN: path: message` for every problem and exits 1 (INVALID_INPUT); exits 0 when valid.")]
     Validate {
         /// The documents.
         #[arg(required = true, value_name = "FILE")]

@@ -291,6 +291,20 @@ pub fn status(status: &Status, style: Style) -> String {
             let _ = writeln!(out, "    {line}");
         }
     }
+    // A drift records its first 50 changes: say when more were cut, and where they all are.
+    let shown = drift
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::Unchanged)
+        .count();
+    let total = drift.summary.create + drift.summary.update + drift.summary.delete;
+    if shown < total {
+        let _ = writeln!(
+            out,
+            "  ({shown} of {total} changes shown: a drift records at most 50; `fleet plan` of \
+             the applied document lists them all)"
+        );
+    }
     let _ = writeln!(out, "  {}", summary_line(&drift.summary));
     if let Some(hash) = &drift.plan_hash {
         let _ = writeln!(out, "  planHash: {hash}");
@@ -455,6 +469,15 @@ mod tests {
              0 to create, 1 to update, 0 to delete, 5 unchanged.\n  \
              planHash: 9ab0\n"
         );
+        // A drift cut at its first changes says so.
+        let mut cut = status.clone();
+        if let Some(drift) = cut.drift.as_mut() {
+            drift.summary.update = 60;
+        }
+        assert!(super::status(&cut, Style::default()).contains(
+            "  (1 of 60 changes shown: a drift records at most 50; `fleet plan` of the \
+                 applied document lists them all)\n  0 to create, 60 to update"
+        ));
         let never: Status = serde_json::from_value(json!({ "tenantId": "acme" })).unwrap();
         assert_eq!(
             super::status(&never, Style::default()),
