@@ -429,7 +429,10 @@ pub async fn insert_key(
 pub fn parse<T: serde::de::DeserializeOwned>(input: &[u8]) -> Result<T, ApiError> {
     // serde reads a struct from an array too (`[]` is an empty struct): an input is an object.
     if input.trim_ascii_start().starts_with(b"[") {
-        return Err(ApiError::invalid("", "the input is a JSON object"));
+        return Err(ApiError::invalid(
+            "",
+            "the input must be a JSON object, not an array",
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(input);
     let value = serde_path_to_error::deserialize(ObjectsOnly(&mut de)).map_err(path_error)?;
