@@ -384,11 +384,13 @@ impl<'a> Planner<'a> {
             }
         }
         // After the document's pools: a pool the document names like an offered pool's id is
-        // its own new pool, and its calls name the id its create makes, not the offered one.
+        // its own pool, and its calls name its own id (the one its create makes, or, once it
+        // exists, the export's), not the offered one.
         for offered in &ex.offered_pools {
-            self.pool_ids
-                .entry(&offered.id)
-                .or_insert(Cow::Borrowed(&offered.id));
+            if self.resolve(Kind::Pool, &offered.id).is_none() {
+                self.pool_ids
+                    .insert(&offered.id, Cow::Borrowed(offered.id.as_str()));
+            }
             for f in &offered.flavors {
                 self.flavor_ids.insert(
                     (Cow::Borrowed(offered.id.as_str()), f.name.as_str()),

@@ -783,6 +783,38 @@ fn with_offered_pool(mut ex: Export) -> Export {
 }
 
 #[test]
+fn a_pool_named_like_an_offered_pools_id_converges() {
+    // Applied on the model, then planned again: its own pool, which now exists, keeps the name
+    // (it was resolved to the offered pool: the re-plan blocked its flavor, and an offer
+    // change named the offered pool's id, NOT_FOUND at apply).
+    let doc = r#"{"version": 1,
+        "sites": [{"name": "s", "kind": "shared", "region": "r"}],
+        "pools": [{"name": "pool_g", "site": "s", "class": "vps-host",
+                   "offers": [{"tenant": "acme", "quota": {"vcpu": 1}}]}],
+        "flavors": [{"pool": "pool_g", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0}]}"#;
+    let offered = with_offered_pool(export(r#"{"version": 1}"#, &[])).offered_pools;
+    let mut fleet = crate::fleet::Fleet::new(
+        "root",
+        "usr_ops",
+        crate::fleet::Modules::default(),
+        ["acme".to_string()],
+    )
+    .with_offered_pools(offered);
+    let document = validate(doc.as_bytes()).unwrap();
+    let first = plan(&document, &fleet.export(), PlanOptions { prune: true });
+    assert!(!first.is_blocked(), "{:?}", first.changes);
+    fleet.apply_all(&first.calls).unwrap();
+    let again = plan(&document, &fleet.export(), PlanOptions { prune: true });
+    assert!(!again.is_blocked(), "{:?}", again.changes);
+    assert!(again.calls.is_empty(), "{:?}", again.calls);
+    // A change of its offer names its own pool, and applies.
+    let changed = validate(doc.replace(r#""vcpu": 1}"#, r#""vcpu": 2}"#).as_bytes()).unwrap();
+    let offer = plan(&changed, &fleet.export(), PlanOptions { prune: true });
+    assert_eq!(offer.calls.len(), 1, "{:?}", offer.calls);
+    fleet.apply_all(&offer.calls).unwrap();
+}
+
+#[test]
 fn flavors_on_an_offered_pool_are_blocked() {
     // The pool is another tenant's: flavor.create would not find it among this tenant's.
     let ex = with_offered_pool(export(r#"{"version": 1}"#, &[]));
