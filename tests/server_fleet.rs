@@ -1411,3 +1411,62 @@ async fn postgres_orders_as_sqlite_under_any_collation() {
     assert_eq!(column("ownerQuota", "resource"), by_bytes);
     assert_eq!(column("offers", "tenant"), ["a-b", "a_b", "ab"]);
 }
+
+/// A fleet name may not be the id an unnamed object exports under: the export would hold it
+/// twice, and no document could be that export (found by a fuzzing audit).
+async fn a_fleet_name_is_not_an_unnamed_objects_id(db: Db) {
+    let fleet = Fleet::start(db, &["--demo"]).await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let unnamed = |kind: &str| -> String {
+        export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["kind"] == kind && o["name"] == o["id"])
+            .unwrap_or_else(|| panic!("the demo has a {kind} made by hand"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let site = unnamed("site");
+    let taken = fleet
+        .fails(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "dedicated", "region": "y", "idempotencyKey": format!("fleet:root:site:{site}") }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(taken.details["usedBy"], site.as_str(), "{taken:?}");
+    let pool = unnamed("pool");
+    let fra = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "site" && o["name"] == "fra")
+        .unwrap()["id"]
+        .clone();
+    fleet
+        .fails(
+            "pool.create",
+            json!({ "tenantId": "root", "siteId": fra, "class": "vps-host", "idempotencyKey": format!("fleet:root:pool:{pool}") }),
+            "CONFLICT",
+        )
+        .await;
+    // The export still plans back clean.
+    let again = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let plan = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": again["config"], "prune": true }),
+        )
+        .await;
+    assert_eq!(plan["calls"], json!([]));
+}
+both!(
+    fleet_name_not_an_id,
+    a_fleet_name_is_not_an_unnamed_objects_id
+);

@@ -507,7 +507,24 @@ async fn record_name(
         &[tenant, kind.as_str(), name, id],
     )
     .await?;
-    if let Some((other,)) = taken.first() {
+    let mut other = taken.into_iter().next().map(|(other,)| other);
+    // Or an object of the kind fleet did not name, whose id is this name: it exports under
+    // its id, and the export would hold the name twice.
+    if other.is_none() {
+        // Fleet names only sites and pools (the only callers).
+        let live = match kind {
+            Kind::Site => "sites WHERE",
+            _ => "pools WHERE archived = 0 AND",
+        };
+        let unnamed = format!(
+            "SELECT id FROM {live} tenant_id = $1 AND id = $2 AND id <> $3 AND NOT EXISTS \
+             (SELECT 1 FROM fleet_names f WHERE f.kind = $4 AND f.object_id = $2)"
+        );
+        if super::db::exists(tx, &unnamed, &[tenant, name, id, kind.as_str()]).await? {
+            other = Some(name.to_owned());
+        }
+    }
+    if let Some(other) = other {
         return Err(ApiError::with(
             Code::Conflict,
             format!("{kind} name {name:?} is taken by {kind} {other}"),
