@@ -270,6 +270,11 @@ struct Planner<'a> {
     /// sort, and no change is moved again.
     changes: Vec<Change>,
     calls: Vec<(u8, String, Call)>,
+    /// Ids of pools, and (pool id, name) of flavors, whose create is blocked: what would go
+    /// on them is blocked too (its call would name an object that will not exist). Empty in
+    /// plans that can apply.
+    blocked_pools: HashSet<String>,
+    blocked_flavors: HashSet<(String, String)>,
 }
 
 impl<'a> Planner<'a> {
@@ -333,6 +338,8 @@ impl<'a> Planner<'a> {
             flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
             changes: Vec::with_capacity(per_kind.iter().sum()),
             calls: Vec::new(),
+            blocked_pools: HashSet::default(),
+            blocked_flavors: HashSet::default(),
         };
         planner.index_ids();
         planner
@@ -511,6 +518,21 @@ impl<'a> Planner<'a> {
     }
 
     /// True when two references name the same object (`fra` and `site_01…` may).
+    /// Whether the change just recorded is a blocked create.
+    fn last_create_blocked(&self) -> bool {
+        self.changes
+            .last()
+            .is_some_and(|c| c.blocked && c.action == Action::Create)
+    }
+
+    /// The note of an item going on pool `pool_id` (named `name` in the document) whose
+    /// create is blocked. Added only to an item nothing else blocks: the first reason is the
+    /// one to fix.
+    fn on_blocked_pool(&self, pool_id: &str, name: &str) -> Option<String> {
+        (!self.blocked_pools.is_empty() && self.blocked_pools.contains(pool_id))
+            .then(|| format!("pool \"{name}\" is blocked"))
+    }
+
     fn same(&self, kind: Kind, a: &str, b: &str) -> bool {
         a == b
             || matches!(
@@ -749,7 +771,16 @@ impl<'a> Planner<'a> {
     fn pools(&mut self) {
         let doc = self.doc;
         let pools = slice(&doc.pools);
-        let planned: Vec<_> = pools.iter().map(|p| self.pool(p)).collect();
+        let planned: Vec<_> = pools
+            .iter()
+            .map(|p| {
+                let planned = self.pool(p);
+                if planned.1.is_none() && self.last_create_blocked() {
+                    self.blocked_pools.insert(planned.0.to_string());
+                }
+                planned
+            })
+            .collect();
         self.prune_pools();
         for (p, (pool_id, cur)) in pools.iter().zip(&planned) {
             if let Some(quota) = &p.owner_quota {
@@ -922,12 +953,13 @@ impl<'a> Planner<'a> {
             match cur_quota.get(resource) {
                 None => {
                     let call = Some((step, set(self, resource, Some(*max))));
+                    let notes = self.on_blocked_pool(pool_id, &p.name).into_iter().collect();
                     self.record(
                         Kind::OwnerQuota,
                         name,
                         Action::Create,
                         None,
-                        vec![],
+                        notes,
                         None,
                         call,
                     )
@@ -977,6 +1009,9 @@ impl<'a> Planner<'a> {
                 notes.push("a pool cannot be offered to its own owner".to_owned());
             } else if !self.tenants.contains(o.tenant.as_str()) {
                 notes.push(format!("unknown tenant \"{}\"", o.tenant));
+            }
+            if notes.is_empty() {
+                notes.extend(self.on_blocked_pool(pool_id, &p.name));
             }
             let existing = current(&o.tenant);
             let call = |planner: &Self| {
@@ -1078,6 +1113,9 @@ impl<'a> Planner<'a> {
                 ));
             }
             if let Some(id) = &pool_id {
+                if notes.is_empty() {
+                    notes.extend(self.on_blocked_pool(id, &f.pool));
+                }
                 let key = pair(id, &f.name);
                 match listed.get(&key).map(|&i| &flavors[i]) {
                     Some(earlier)
@@ -1114,6 +1152,12 @@ impl<'a> Planner<'a> {
                     });
                     let call = Some((step::FLAVOR_WRITE, call));
                     self.record(Kind::Flavor, name, Action::Create, None, notes, None, call);
+                    if self.last_create_blocked()
+                        && let Some(pool) = self.resolve(Kind::Pool, &f.pool)
+                    {
+                        self.blocked_flavors
+                            .insert((pool.into_owned(), f.name.clone()));
+                    }
                 }
                 Some(cur) => {
                     matched.insert((cur.pool.as_str(), cur.name.as_str()));
@@ -1187,6 +1231,19 @@ impl<'a> Planner<'a> {
                 notes.push(format!("unknown pool \"{}\"", t.pool));
             } else if flavor_id.is_none() {
                 notes.push(format!("unknown flavor \"{}/{}\"", t.pool, t.flavor));
+            }
+            if let Some(pool) = pool_id.as_ref().filter(|_| notes.is_empty()) {
+                let on_blocked = self.on_blocked_pool(pool, &t.pool);
+                let pool_blocked = on_blocked.is_some();
+                notes.extend(on_blocked);
+                if !pool_blocked
+                    && !self.blocked_flavors.is_empty()
+                    && self
+                        .blocked_flavors
+                        .contains(&(pool.to_string(), t.flavor.clone()))
+                {
+                    notes.push(format!("flavor \"{}/{}\" is blocked", t.pool, t.flavor));
+                }
             }
             let flavor_id = flavor_id.map_or_else(|| t.flavor.clone(), Cow::into_owned);
             match self.existing(Kind::SandboxTemplate, &t.name) {

@@ -815,6 +815,40 @@ fn a_pool_named_like_an_offered_pools_id_converges() {
 }
 
 #[test]
+fn what_goes_on_a_blocked_create_is_blocked_too() {
+    // Its calls would name a pool or flavor that will not exist: the review must not show
+    // them as clean creates (found by a fuzzing audit).
+    let ex = export(r#"{"version": 1}"#, &[]);
+    let p = check(
+        r#"{"version": 1,
+            "pools": [{"name": "newp", "site": "nosuchsite", "class": "vps-host",
+                       "ownerQuota": {"gpu": 1}, "offers": [{"tenant": "acme", "quota": {}}]}],
+            "flavors": [{"pool": "newp", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0}],
+            "sandboxTemplates": [{"name": "newt", "pool": "newp", "flavor": "f", "imageId": "i", "network": "none"}]}"#,
+        &ex,
+        KEEP,
+        r#"pool newp create blocked: unknown site "nosuchsite"
+           ownerQuota newp:gpu create blocked: pool "newp" is blocked
+           offer newp -> acme create blocked: pool "newp" is blocked
+           flavor newp/f create blocked: pool "newp" is blocked
+           sandboxTemplate newt create blocked: pool "newp" is blocked"#,
+    );
+    assert!(p.calls.is_empty(), "{:?}", p.calls);
+    // A flavor whose create is blocked on a pool that exists: a template using it is blocked.
+    let ex = with_offered_pool(export(r#"{"version": 1}"#, &[]));
+    let p = check(
+        r#"{"version": 1,
+            "flavors": [{"pool": "pool_g", "name": "mine", "vcpu": 1, "memoryGiB": 1, "diskGiB": 0}],
+            "sandboxTemplates": [{"name": "t", "pool": "pool_g", "flavor": "mine", "imageId": "i", "network": "none"}]}"#,
+        &ex,
+        KEEP,
+        r#"flavor pool_g/mine create blocked: pool "pool_g" is another tenant's, offered to this one: only its owner adds flavors to it
+           sandboxTemplate t create blocked: flavor "pool_g/mine" is blocked"#,
+    );
+    assert!(p.calls.is_empty(), "{:?}", p.calls);
+}
+
+#[test]
 fn flavors_on_an_offered_pool_are_blocked() {
     // The pool is another tenant's: flavor.create would not find it among this tenant's.
     let ex = with_offered_pool(export(r#"{"version": 1}"#, &[]));
