@@ -12,6 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use planner::calls;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -41,10 +42,30 @@ impl Answer {
     }
 }
 
+/// A list method's answer, `{items}` (named `<T>List` in the OpenAPI document).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "{T}List")]
+pub struct Items<T> {
+    /// The items, in the method's order.
+    pub items: Vec<T>,
+}
+
 /// The future a method returns.
 pub type BoxFut<'a> = Pin<Box<dyn Future<Output = Result<Answer, ApiError>> + Send + 'a>>;
 /// A method's handler: state, caller, method name, input JSON bytes.
 pub type Handler = for<'a> fn(&'a AppState, &'a Caller, &'a str, &'a [u8]) -> BoxFut<'a>;
+/// The schema of a method's answer: a reference into the generator every answer shares,
+/// whose definitions become the document's components.
+pub type AnswerSchema = fn(&mut SchemaGenerator) -> schemars::Schema;
+
+/// A method's handler and the type of its answer, made together from one function
+/// (`typed!`), so the document states what the handler answers.
+pub struct Run {
+    /// The handler.
+    pub handler: Handler,
+    /// The answer's schema; `None` for the fleet methods, whose answers [`output`] states.
+    pub answer: Option<AnswerSchema>,
+}
 
 /// One API method.
 pub struct Method {
@@ -60,8 +81,8 @@ pub struct Method {
     pub summary: &'static str,
     /// The JSON Schema of the input.
     pub input: fn() -> Value,
-    /// The handler.
-    pub run: Handler,
+    /// The handler, with its answer's type.
+    pub run: Run,
 }
 
 fn schema<T: schemars::JsonSchema>() -> Value {
@@ -115,7 +136,7 @@ fn run_call<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxF
         let Unique(mut input) = iam::parse(b)?;
         // A call's integers may come as integral floats (`961.0`), as JSON Schema allows.
         numbers::integral_floats_to_integers(&mut input);
-        objects::call_http(s, c, m, input).await.map(Answer::from)
+        Answer::json(&objects::call_http(s, c, m, input).await?)
     })
 }
 
@@ -188,21 +209,53 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
 }
 
 fn run_read<'a>(s: &'a AppState, c: &'a Caller, m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
-    Box::pin(async move { objects::read(s, c, m, b).await.map(Answer::from) })
+    Box::pin(async move { Answer::json(&objects::read(s, c, m, b).await?) })
 }
 
+/// The schema of `T` as an answer, in the shared generator.
+fn answer<T: schemars::JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<T>()
+}
+
+/// The schema of what `handler` answers, from its type.
+fn answer_of<F, T>(_handler: F) -> AnswerSchema
+where
+    F: AsyncFn(&AppState, &Caller, &[u8]) -> Result<T, ApiError>,
+    T: schemars::JsonSchema,
+{
+    answer::<T>
+}
+
+/// A handler whose answer the document states otherwise (the fleet methods': see [`output`]).
 macro_rules! handler {
     ($f:path) => {{
         fn h<'a>(s: &'a AppState, c: &'a Caller, _m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
             Box::pin(async move { $f(s, c, b).await.map(Into::<Answer>::into) })
         }
-        h
+        Run {
+            handler: h,
+            answer: None,
+        }
+    }};
+}
+
+/// A handler answering a typed value, written as JSON; the document states that type.
+macro_rules! typed {
+    ($f:path) => {{
+        fn h<'a>(s: &'a AppState, c: &'a Caller, _m: &'a str, b: &'a [u8]) -> BoxFut<'a> {
+            Box::pin(async move { Answer::json(&$f(s, c, b).await?) })
+        }
+        Run {
+            handler: h,
+            answer: Some(answer_of($f)),
+        }
     }};
 }
 
 macro_rules! call {
-    // An input schema of its own: `fn <schema function>`.
-    ($name:literal, fn $input:expr, $perm:literal, $summary:literal) => {
+    // An input schema of its own: `fn <schema function>`. `$answer`: what the call answers
+    // (an `objects::Object` of that variant; a test checks real answers against it).
+    ($name:literal, fn $input:expr, $answer:ty, $perm:literal, $summary:literal) => {
         Method {
             name: $name,
             permission: $perm,
@@ -210,16 +263,19 @@ macro_rules! call {
             read: false,
             summary: $summary,
             input: $input,
-            run: run_call,
+            run: Run {
+                handler: run_call,
+                answer: Some(answer::<$answer>),
+            },
         }
     };
-    ($name:literal, $input:ty, $perm:literal, $summary:literal) => {
-        call!($name, fn schema::<$input>, $perm, $summary)
+    ($name:literal, $input:ty, $answer:ty, $perm:literal, $summary:literal) => {
+        call!($name, fn schema::<$input>, $answer, $perm, $summary)
     };
 }
 
 macro_rules! reads {
-    ($kind:literal, $perm:literal) => {
+    ($kind:literal, $object:ty, $perm:literal) => {
         [
             Method {
                 name: concat!($kind, ".list"),
@@ -228,7 +284,10 @@ macro_rules! reads {
                 read: true,
                 summary: concat!("Lists the tenant's ", $kind, " objects."),
                 input: schema::<objects::ListInput>,
-                run: run_read,
+                run: Run {
+                    handler: run_read,
+                    answer: Some(answer::<Items<$object>>),
+                },
             },
             Method {
                 name: concat!($kind, ".get"),
@@ -237,7 +296,10 @@ macro_rules! reads {
                 read: true,
                 summary: concat!("Reads one ", $kind, "."),
                 input: schema::<objects::GetInput>,
-                run: run_read,
+                run: Run {
+                    handler: run_read,
+                    answer: Some(answer::<$object>),
+                },
             },
         ]
     };
@@ -299,7 +361,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "The reconcilers' queue (keys, due times, errors, holders) and this process's runs.",
             input: schema::<reconciler::StatusInput>,
-            run: handler!(reconciler::status),
+            run: typed!(reconciler::status),
         },
         Method {
             name: "event.list",
@@ -308,7 +370,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "The tenant's events (fleet.drifted, fleet.converged), newest first.",
             input: schema::<events::EventList>,
-            run: handler!(events::list),
+            run: typed!(events::list),
         },
         Method {
             name: "webhook.create",
@@ -317,7 +379,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Registers a webhook endpoint; answers its signing secret once.",
             input: schema::<webhooks::WebhookCreate>,
-            run: handler!(webhooks::create),
+            run: typed!(webhooks::create),
         },
         Method {
             name: "webhook.list",
@@ -326,7 +388,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "Lists the tenant's webhook endpoints (without secrets).",
             input: schema::<webhooks::WebhookList>,
-            run: handler!(webhooks::list),
+            run: typed!(webhooks::list),
         },
         Method {
             name: "webhook.delete",
@@ -335,7 +397,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Deletes a webhook endpoint and its delivery log.",
             input: schema::<webhooks::WebhookRef>,
-            run: handler!(webhooks::delete),
+            run: typed!(webhooks::delete),
         },
         Method {
             name: "webhook.deliveries",
@@ -344,7 +406,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "An endpoint's deliveries, newest first, each with every attempt.",
             input: schema::<webhooks::DeliveryList>,
-            run: handler!(webhooks::deliveries),
+            run: typed!(webhooks::deliveries),
         },
         Method {
             name: "webhook.redeliver",
@@ -353,7 +415,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Delivers one event to an endpoint again (same webhook-id).",
             input: schema::<webhooks::Redeliver>,
-            run: handler!(webhooks::redeliver),
+            run: typed!(webhooks::redeliver),
         },
         Method {
             name: "webhook.rotateSecret",
@@ -362,7 +424,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Replaces an endpoint's secret; the old one also signs for 24 hours.",
             input: schema::<webhooks::WebhookRef>,
-            run: handler!(webhooks::rotate_secret),
+            run: typed!(webhooks::rotate_secret),
         },
         Method {
             name: "tenant.create",
@@ -371,7 +433,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Creates a tenant.",
             input: schema::<iam::TenantCreate>,
-            run: handler!(iam::tenant_create),
+            run: typed!(iam::tenant_create),
         },
         Method {
             name: "tenant.list",
@@ -380,7 +442,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "Lists tenants.",
             input: schema::<iam::Empty>,
-            run: handler!(iam::tenant_list),
+            run: typed!(iam::tenant_list),
         },
         Method {
             name: "serviceAccount.create",
@@ -389,7 +451,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Creates a service account.",
             input: schema::<iam::ServiceAccountCreate>,
-            run: handler!(iam::service_account_create),
+            run: typed!(iam::service_account_create),
         },
         Method {
             name: "apiKey.create",
@@ -398,7 +460,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Creates an API key for a principal; the key is answered once.",
             input: schema::<iam::ApiKeyCreate>,
-            run: handler!(iam::api_key_create),
+            run: typed!(iam::api_key_create),
         },
         Method {
             name: "apiKey.revoke",
@@ -407,7 +469,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Revokes an API key.",
             input: schema::<iam::TenantObject>,
-            run: handler!(iam::api_key_revoke),
+            run: typed!(iam::api_key_revoke),
         },
         Method {
             name: "grant.create",
@@ -416,7 +478,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Grants a permission on a scope to a principal.",
             input: schema::<iam::GrantCreate>,
-            run: handler!(iam::grant_create),
+            run: typed!(iam::grant_create),
         },
         Method {
             name: "grant.delete",
@@ -425,7 +487,7 @@ pub fn methods() -> Vec<Method> {
             read: false,
             summary: "Deletes a grant.",
             input: schema::<iam::TenantObject>,
-            run: handler!(iam::grant_delete),
+            run: typed!(iam::grant_delete),
         },
         Method {
             name: "principal.list",
@@ -434,7 +496,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "Lists the tenant's principals (users and service accounts).",
             input: schema::<iam::IamList>,
-            run: handler!(iam::principal_list),
+            run: typed!(iam::principal_list),
         },
         Method {
             name: "grant.list",
@@ -443,7 +505,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "Lists the grants of the tenant's principals (of one, with principalId).",
             input: schema::<iam::IamList>,
-            run: handler!(iam::grant_list),
+            run: typed!(iam::grant_list),
         },
         Method {
             name: "apiKey.list",
@@ -452,7 +514,7 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "Lists API keys (ids, names, dates; never a key).",
             input: schema::<iam::IamList>,
-            run: handler!(iam::api_key_list),
+            run: typed!(iam::api_key_list),
         },
         Method {
             name: "audit.list",
@@ -461,111 +523,135 @@ pub fn methods() -> Vec<Method> {
             read: true,
             summary: "The tenant's audit rows, newest first.",
             input: schema::<iam::AuditList>,
-            run: handler!(iam::audit_list),
+            run: typed!(iam::audit_list),
         },
         call!(
             "providerAccount.create",
             calls::ProviderAccountCreate,
+            objects::ProviderAccount,
             "vps:providerAccount:create",
             "Creates a provider account."
         ),
         call!(
             "providerAccount.update",
             calls::ProviderAccountUpdate,
+            objects::ProviderAccount,
             "vps:providerAccount:update",
             "Replaces a provider account's config."
         ),
         call!(
             "providerAccount.delete",
             calls::Delete,
+            objects::Deleted,
             "vps:providerAccount:delete",
             "Deletes a provider account."
         ),
         call!(
             "site.create",
             calls::SiteCreate,
+            objects::Site,
             "compute:site:create",
             "Creates a site."
         ),
         call!(
             "pool.create",
             fn pool_create_input,
+            objects::Pool,
             "compute:pool:create",
             "Creates a pool."
         ),
         call!(
             "pool.update",
             calls::PoolUpdate,
+            objects::Pool,
             "compute:pool:update",
             "Sets a pool's policy."
         ),
         call!(
             "pool.setOwnerQuota",
             fn pool_set_owner_quota_input,
+            objects::Pool,
             "compute:pool:quota",
             "Sets or removes one owner quota entry."
         ),
         call!(
             "pool.offer",
             fn pool_offer_input,
+            objects::Pool,
             "compute:pool:offer",
             "Offers a pool to a tenant with a quota."
         ),
         call!(
             "pool.unoffer",
             calls::PoolUnoffer,
+            objects::Pool,
             "compute:pool:offer",
             "Withdraws an offer."
         ),
         call!(
             "pool.archive",
             calls::Delete,
+            objects::Pool,
             "compute:pool:archive",
             "Archives a pool with its quotas and offers."
         ),
         call!(
             "flavor.create",
             calls::FlavorCreate,
+            objects::Flavor,
             "vps:flavor:create",
             "Creates a flavor."
         ),
         call!(
             "flavor.update",
             calls::FlavorUpdate,
+            objects::Flavor,
             "vps:flavor:update",
             "Replaces a flavor's sizes."
         ),
         call!(
             "flavor.delete",
             calls::Delete,
+            objects::Deleted,
             "vps:flavor:delete",
             "Deletes a flavor."
         ),
         call!(
             "sandboxTemplate.create",
             calls::SandboxTemplateCreate,
+            objects::SandboxTemplate,
             "vps:sandboxTemplate:create",
             "Creates a sandbox template."
         ),
         call!(
             "sandboxTemplate.update",
             calls::SandboxTemplateUpdate,
+            objects::SandboxTemplate,
             "vps:sandboxTemplate:update",
             "Replaces a sandbox template's mutable state."
         ),
         call!(
             "sandboxTemplate.delete",
             calls::Delete,
+            objects::Deleted,
             "vps:sandboxTemplate:delete",
             "Deletes a sandbox template."
         ),
     ];
     for pair in [
-        reads!("site", "compute:site:read"),
-        reads!("pool", "compute:pool:read"),
-        reads!("providerAccount", "vps:providerAccount:read"),
-        reads!("flavor", "vps:flavor:read"),
-        reads!("sandboxTemplate", "vps:sandboxTemplate:read"),
+        reads!("site", objects::Site, "compute:site:read"),
+        reads!("pool", objects::Pool, "compute:pool:read"),
+        reads!(
+            "providerAccount",
+            objects::ProviderAccount,
+            "vps:providerAccount:read"
+        ),
+        reads!("flavor", objects::Flavor, "vps:flavor:read"),
+        reads!(
+            "sandboxTemplate",
+            objects::SandboxTemplate,
+            "vps:sandboxTemplate:read"
+        ),
     ] {
         all.extend(pair);
     }
@@ -604,7 +690,7 @@ fn hoist(
         if let Some(Value::Object(found)) = map.remove(defs) {
             for (name, mut def) in found {
                 rewrite_refs(&mut def, &from, &to);
-                components.insert(format!("{prefix}{name}"), def);
+                add_component(components, format!("{prefix}{name}"), def);
             }
         }
     }
@@ -687,10 +773,99 @@ fn output(method: &str) -> Option<(&'static str, Value)> {
     }
 }
 
+/// The generator every typed answer's schema comes from: the serialized shape (an optional
+/// field left out when absent is not required; one always written is, `null` or not).
+fn answer_generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+}
+
+/// An answer's definitions as components: integer ranges stated as the inputs' are, and a
+/// field the answer leaves out when absent (not required) never `null`, as it is never
+/// written so (serde's `skip_serializing_if`).
+fn answer_components(definitions: Map<String, Value>, components: &mut Map<String, Value>) {
+    for (name, mut def) in definitions {
+        numbers::state_integer_ranges(&mut def);
+        planner::schema::integer_formats_to_ranges(&mut def);
+        absent_not_null(&mut def);
+        rewrite_refs(&mut def, "#/$defs/", "#/components/schemas/");
+        add_component(components, name, def);
+    }
+}
+
+/// Drops `null` from the fields of `schema`'s objects that are not required.
+fn absent_not_null(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let required: Vec<String> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(properties)) = map.get_mut("properties") {
+                for (name, field) in properties.iter_mut() {
+                    if !required.contains(name) {
+                        not_null(field);
+                    }
+                }
+            }
+            map.values_mut().for_each(absent_not_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(absent_not_null),
+        _ => {}
+    }
+}
+
+/// `schema` without its `null`: `"type": ["string", "null"]` is `"string"`, and an `anyOf`
+/// of a schema and `{"type": "null"}` is that schema.
+fn not_null(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(branches)) = map.get("anyOf") {
+        let kept: Vec<Value> = branches
+            .iter()
+            .filter(|b| **b != json!({ "type": "null" }))
+            .cloned()
+            .collect();
+        map.remove("anyOf");
+        match <[Value; 1]>::try_from(kept) {
+            Ok([Value::Object(only)]) => map.extend(only),
+            Ok([only]) => {
+                map.insert("anyOf".into(), json!([only]));
+            }
+            Err(kept) => {
+                map.insert("anyOf".into(), Value::Array(kept));
+            }
+        }
+    }
+}
+
+/// Adds a component; two different schemas under one name would be a bug of ours (one
+/// would silently replace the other), which debug builds, and so the tests, refuse.
+fn add_component(components: &mut Map<String, Value>, name: String, schema: Value) {
+    if let Some(before) = components.get(&name) {
+        debug_assert_eq!(before, &schema, "two components named {name}");
+    }
+    components.insert(name, schema);
+}
+
 /// `GET /api/openapi.json`: generated from [`methods`].
 pub fn openapi(methods: &[Method]) -> Value {
     let mut paths = Map::new();
     let mut components = Map::new();
+    let mut answers = answer_generator();
     for m in methods {
         let scope = match m.scope {
             "tenant" => "the input tenant's scope (tenants/<tenantId>)".to_string(),
@@ -698,9 +873,14 @@ pub fn openapi(methods: &[Method]) -> Value {
             s => s.to_string(),
         };
         let input = hoist((m.input)(), "$defs", "", &mut components);
-        let answer = match output(m.name) {
-            Some((prefix, schema)) => hoist(schema, "$defs", prefix, &mut components),
-            None => json!({ "type": "object" }),
+        let answer = match (output(m.name), m.run.answer) {
+            (Some((prefix, schema)), _) => hoist(schema, "$defs", prefix, &mut components),
+            (None, Some(answer)) => {
+                let mut schema = answer(&mut answers).to_value();
+                rewrite_refs(&mut schema, "#/$defs/", "#/components/schemas/");
+                schema
+            }
+            (None, None) => json!({ "type": "object" }),
         };
         let op = |verb: &str| {
             let mut op = json!({
@@ -734,6 +914,7 @@ pub fn openapi(methods: &[Method]) -> Value {
         }
         paths.insert(format!("/api/{}", m.name), Value::Object(item));
     }
+    answer_components(answers.take_definitions(true), &mut components);
     // `fleet.plan` and `fleet.apply` take a document: its schema, definitions prefixed.
     let mut document = planner::schema::document_schema();
     numbers::state_integer_ranges(&mut document);
@@ -1136,5 +1317,5 @@ async fn dispatch(
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok());
     let caller = iam::authenticate(state, auth).await?;
-    (method.run)(state, &caller, method.name, &input).await
+    (method.run.handler)(state, &caller, method.name, &input).await
 }

@@ -4,6 +4,7 @@
 //! `event.list` reads them back, newest first.
 
 use super::AppState;
+use super::api::Items;
 use super::db::{new_id, now_ms};
 use super::error::ApiError;
 use super::iam::{Caller, parse};
@@ -20,20 +21,22 @@ pub const TYPES: &[&str] = &[FLEET_DRIFTED, FLEET_CONVERGED];
 /// The permission `event.list` decides on the tenant's scope.
 pub const READ: &str = "events:event:read";
 
-/// One stored event.
-#[derive(Debug, Clone, Serialize)]
+/// One stored event, as `event.list` answers it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     /// `evt_...`; also the `webhook-id` of its deliveries.
     pub id: String,
     /// The tenant it belongs to.
     pub tenant_id: String,
-    /// `fleet.drifted`.
+    /// `fleet.drifted` or `fleet.converged`.
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = TYPES))]
     pub kind: String,
     /// `fleet/<tenant>`.
     pub subject: String,
-    /// The event's data.
+    /// The event's data, by its type.
+    #[schemars(with = "EventData")]
     pub data: Value,
     /// Unix ms.
     pub created_at: i64,
@@ -54,6 +57,48 @@ impl Event {
         })
         .to_string()
     }
+}
+
+/// The data of an event, as the drift check writes it (stored as JSON, and answered as
+/// stored: this states its shape; a test checks real events against it).
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum EventData {
+    Drifted(DriftedData),
+    Converged(ConvergedData),
+}
+
+/// `fleet.drifted`: the drift as `fleet.status` has it.
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct DriftedData {
+    /// The tenant.
+    tenant_id: String,
+    /// The plan hash of the document applied.
+    applied_plan_hash: String,
+    /// The drift's plan hash: what applying the document now would run.
+    plan_hash: String,
+    /// The plan's counts.
+    summary: planner::Summary,
+    /// Whether some change is blocked.
+    blocked: bool,
+    /// The changes (up to 50), as the plan has them.
+    changes: Vec<planner::Change>,
+}
+
+/// `fleet.converged`: the fleet matches the applied document again.
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct ConvergedData {
+    /// The tenant.
+    tenant_id: String,
+    /// The plan hash of the document applied.
+    applied_plan_hash: String,
+    /// The plan hash of the drift that cleared.
+    previous_plan_hash: String,
 }
 
 /// Writes an event and its deliveries on `conn` (inside the caller's transaction); returns
@@ -127,7 +172,11 @@ pub struct EventList {
 }
 
 /// `event.list`: decides `events:event:read` on the tenant's scope; newest first.
-pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Items<Event>, ApiError> {
     let input: EventList = parse(input)?;
     caller
         .check_tenant(state, "event.list", &input.tenant_id, READ)
@@ -148,7 +197,7 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
     .fetch_all(&state.db.pool)
     .await?;
     let items = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;
-    Ok(json!({ "items": items }))
+    Ok(Items { items })
 }
 
 /// The reconciler that deletes old events: one key, [`RETENTION_KEY`], queued at start and

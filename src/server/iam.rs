@@ -6,11 +6,13 @@
 //! never passes a decision there, whatever grants it holds.
 
 use super::AppState;
+use super::api::Items;
 use super::db::{Tx, new_id, now_ms, random_token};
 use super::error::{ApiError, Code};
+use super::objects::Deleted;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sqlx::{AnyConnection, Row as _};
 use subtle::ConstantTimeEq as _;
 
@@ -959,7 +961,7 @@ pub async fn tenant_create(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Tenant, ApiError> {
     let input: TenantCreate = parse(input)?;
     caller
         .check_tenant(state, "tenant.create", ROOT, "iam:tenant:create")
@@ -990,7 +992,29 @@ pub async fn tenant_create(
         json!({ "id": input.id }),
     )
     .await?;
-    Ok(json!({ "id": input.id, "name": name, "revision": 1 }))
+    Ok(Tenant {
+        id: input.id,
+        name,
+        revision: 1,
+    })
+}
+
+/// A tenant, as `tenant.create` and `tenant.list` answer it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Tenant {
+    /// The tenant's id.
+    pub id: String,
+    /// Its display name.
+    pub name: String,
+    /// 1 on create.
+    pub revision: i64,
+}
+
+/// `tenant.list`'s answer.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TenantList {
+    /// Every tenant, by id.
+    pub tenants: Vec<Tenant>,
 }
 
 /// Input of `tenant.list`.
@@ -1003,7 +1027,7 @@ pub async fn tenant_list(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<TenantList, ApiError> {
     let _: Empty = parse(input)?;
     caller
         .check_tenant(state, "tenant.list", ROOT, "iam:tenant:read")
@@ -1017,14 +1041,14 @@ pub async fn tenant_list(
     let tenants = rows
         .iter()
         .map(|r| {
-            Ok(json!({
-                "id": r.try_get::<String, _>(0)?,
-                "name": r.try_get::<String, _>(1)?,
-                "revision": r.try_get::<i64, _>(2)?,
-            }))
+            Ok(Tenant {
+                id: r.try_get(0)?,
+                name: r.try_get(1)?,
+                revision: r.try_get(2)?,
+            })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    Ok(json!({ "tenants": tenants }))
+    Ok(TenantList { tenants })
 }
 
 /// Input of `serviceAccount.create`.
@@ -1044,7 +1068,7 @@ pub async fn service_account_create(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<ServiceAccount, ApiError> {
     let input: ServiceAccountCreate = parse(input)?;
     let method = "serviceAccount.create";
     caller
@@ -1090,9 +1114,30 @@ pub async fn service_account_create(
         json!({ "name": input.name }),
     )
     .await?;
-    Ok(
-        json!({ "id": id, "tenantId": input.tenant_id, "kind": "serviceAccount", "name": input.name, "revision": 1 }),
-    )
+    Ok(ServiceAccount {
+        id,
+        tenant_id: input.tenant_id,
+        kind: "serviceAccount",
+        name: input.name,
+        revision: 1,
+    })
+}
+
+/// `serviceAccount.create`'s answer: the new principal.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceAccount {
+    /// `sa_...`.
+    pub id: String,
+    /// Its tenant.
+    pub tenant_id: String,
+    /// Always `serviceAccount`.
+    #[schemars(extend("const" = "serviceAccount"))]
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// 1 on create.
+    pub revision: i64,
 }
 
 /// Input of `apiKey.create`.
@@ -1132,7 +1177,7 @@ pub async fn api_key_create(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<NewApiKey, ApiError> {
     let input: ApiKeyCreate = parse(input)?;
     let method = "apiKey.create";
     caller
@@ -1190,7 +1235,23 @@ pub async fn api_key_create(
         json!({ "principalId": input.principal_id }),
     )
     .await?;
-    Ok(json!({ "id": id, "principalId": input.principal_id, "key": key }))
+    Ok(NewApiKey {
+        id,
+        principal_id: input.principal_id,
+        key,
+    })
+}
+
+/// `apiKey.create`'s answer: the key, shown this once.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewApiKey {
+    /// `key_...`.
+    pub id: String,
+    /// The principal it acts as.
+    pub principal_id: String,
+    /// The key, `bc_<id>_...`: only its hash is kept.
+    pub key: String,
 }
 
 /// Input of `apiKey.revoke` and `grant.delete`.
@@ -1209,7 +1270,7 @@ pub async fn api_key_revoke(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Revoked, ApiError> {
     let input: TenantObject = parse(input)?;
     let method = "apiKey.revoke";
     caller
@@ -1238,7 +1299,20 @@ pub async fn api_key_revoke(
         json!({}),
     )
     .await?;
-    Ok(json!({ "id": input.id, "revoked": true }))
+    Ok(Revoked {
+        id: input.id,
+        revoked: true,
+    })
+}
+
+/// `apiKey.revoke`'s answer.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Revoked {
+    /// The key's id.
+    pub id: String,
+    /// Always `true`.
+    #[schemars(extend("const" = true))]
+    pub revoked: bool,
 }
 
 /// Input of `grant.create`.
@@ -1312,7 +1386,7 @@ pub async fn grant_create(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<NewGrant, ApiError> {
     let input: GrantCreate = parse(input)?;
     let method = "grant.create";
     caller
@@ -1403,9 +1477,26 @@ pub async fn grant_create(
         details.clone(),
     )
     .await?;
-    Ok(
-        json!({ "id": id, "principalId": input.principal_id, "permission": input.permission, "scope": scope }),
-    )
+    Ok(NewGrant {
+        id,
+        principal_id: input.principal_id,
+        permission: input.permission,
+        scope,
+    })
+}
+
+/// `grant.create`'s answer.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewGrant {
+    /// `grt_...`.
+    pub id: String,
+    /// Who holds it.
+    pub principal_id: String,
+    /// The permission.
+    pub permission: String,
+    /// Where it applies.
+    pub scope: String,
 }
 
 /// `grant.delete`: decides `iam:grant:delete`.
@@ -1413,7 +1504,7 @@ pub async fn grant_delete(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Deleted, ApiError> {
     let input: TenantObject = parse(input)?;
     let method = "grant.delete";
     caller
@@ -1438,7 +1529,10 @@ pub async fn grant_delete(
         json!({}),
     )
     .await?;
-    Ok(json!({ "id": input.id, "deleted": true }))
+    Ok(Deleted {
+        id: input.id,
+        deleted: true,
+    })
 }
 
 /// Input of `principal.list`, `grant.list` and `apiKey.list`.
@@ -1455,14 +1549,14 @@ pub struct IamList {
 
 /// One IAM list, `{items}`: `sql` with `$1` the tenant and `$2` a principal id or '', each
 /// row made an item by `item` (given the tenant).
-async fn iam_list(
+async fn iam_list<T>(
     state: &AppState,
     caller: &Caller,
     (method, permission): (&str, &str),
     input: &[u8],
     sql: &str,
-    item: fn(&sqlx::any::AnyRow, &str) -> Result<Value, sqlx::Error>,
-) -> Result<Value, ApiError> {
+    item: fn(&sqlx::any::AnyRow, &str) -> Result<T, sqlx::Error>,
+) -> Result<Items<T>, ApiError> {
     let input: IamList = parse(input)?;
     caller
         .check_tenant(state, method, &input.tenant_id, permission)
@@ -1478,7 +1572,7 @@ async fn iam_list(
         .iter()
         .map(|r| item(r, &input.tenant_id))
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    Ok(json!({ "items": items }))
+    Ok(Items { items })
 }
 
 /// `principal.list`: decides `iam:principal:read`; the tenant's users and service accounts.
@@ -1486,7 +1580,7 @@ pub async fn principal_list(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Items<Principal>, ApiError> {
     let sql = "SELECT id, kind, name, revision, created_at FROM principals \
                WHERE tenant_id = $1 AND ($2 = '' OR id = $2) ORDER BY id";
     iam_list(
@@ -1496,17 +1590,36 @@ pub async fn principal_list(
         input,
         sql,
         |r, tenant| {
-            Ok(json!({
-                "id": r.try_get::<String, _>(0)?,
-                "tenantId": tenant,
-                "kind": r.try_get::<String, _>(1)?,
-                "name": r.try_get::<String, _>(2)?,
-                "revision": r.try_get::<i64, _>(3)?,
-                "createdAt": r.try_get::<i64, _>(4)?,
-            }))
+            Ok(Principal {
+                id: r.try_get(0)?,
+                tenant_id: tenant.to_owned(),
+                kind: r.try_get(1)?,
+                name: r.try_get(2)?,
+                revision: r.try_get(3)?,
+                created_at: r.try_get(4)?,
+            })
         },
     )
     .await
+}
+
+/// A principal, as `principal.list` answers it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Principal {
+    /// `usr_...` or `sa_...`.
+    pub id: String,
+    /// Its tenant.
+    pub tenant_id: String,
+    /// `user` or `serviceAccount`.
+    #[schemars(extend("enum" = ["user", "serviceAccount"]))]
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Its revision.
+    pub revision: i64,
+    /// Unix milliseconds.
+    pub created_at: i64,
 }
 
 /// `grant.list`: decides `iam:grant:read`; the grants of the tenant's principals, so an
@@ -1515,7 +1628,7 @@ pub async fn grant_list(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Items<Grant>, ApiError> {
     let sql = format!(
         "SELECT id, principal_id, permission, scope, created_at FROM grants \
          WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY {}",
@@ -1528,17 +1641,35 @@ pub async fn grant_list(
         input,
         &sql,
         |r, tenant| {
-            Ok(json!({
-                "id": r.try_get::<String, _>(0)?,
-                "tenantId": tenant,
-                "principalId": r.try_get::<String, _>(1)?,
-                "permission": r.try_get::<String, _>(2)?,
-                "scope": r.try_get::<String, _>(3)?,
-                "createdAt": r.try_get::<i64, _>(4)?,
-            }))
+            Ok(Grant {
+                id: r.try_get(0)?,
+                tenant_id: tenant.to_owned(),
+                principal_id: r.try_get(1)?,
+                permission: r.try_get(2)?,
+                scope: r.try_get(3)?,
+                created_at: r.try_get(4)?,
+            })
         },
     )
     .await
+}
+
+/// A grant, as `grant.list` answers it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Grant {
+    /// `grt_...`.
+    pub id: String,
+    /// The tenant of its principal.
+    pub tenant_id: String,
+    /// Who holds it.
+    pub principal_id: String,
+    /// The permission.
+    pub permission: String,
+    /// Where it applies.
+    pub scope: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
 }
 
 /// `apiKey.list`: decides `iam:apiKey:read`; the keys' ids, names and dates, never a key (only
@@ -1547,7 +1678,7 @@ pub async fn api_key_list(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Items<ApiKey>, ApiError> {
     let sql = "SELECT id, principal_id, name, created_at, revoked_at FROM api_keys \
                WHERE tenant_id = $1 AND ($2 = '' OR principal_id = $2) ORDER BY id";
     iam_list(
@@ -1557,20 +1688,36 @@ pub async fn api_key_list(
         input,
         sql,
         |r, tenant| {
-            let mut item = json!({
-                "id": r.try_get::<String, _>(0)?,
-                "tenantId": tenant,
-                "principalId": r.try_get::<String, _>(1)?,
-                "name": r.try_get::<String, _>(2)?,
-                "createdAt": r.try_get::<i64, _>(3)?,
-            });
-            if let Some(at) = r.try_get::<Option<i64>, _>(4)? {
-                item["revokedAt"] = json!(at);
-            }
-            Ok(item)
+            Ok(ApiKey {
+                id: r.try_get(0)?,
+                tenant_id: tenant.to_owned(),
+                principal_id: r.try_get(1)?,
+                name: r.try_get(2)?,
+                created_at: r.try_get(3)?,
+                revoked_at: r.try_get(4)?,
+            })
         },
     )
     .await
+}
+
+/// An API key, as `apiKey.list` answers it: never the key nor its hash.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKey {
+    /// `key_...`.
+    pub id: String,
+    /// The tenant of its principal.
+    pub tenant_id: String,
+    /// The principal it acts as.
+    pub principal_id: String,
+    /// Its label (empty when none).
+    pub name: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// When it was revoked (Unix milliseconds); left out while it works.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<i64>,
 }
 
 /// Input of `audit.list`.
@@ -1598,7 +1745,7 @@ pub async fn audit_list(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Items<AuditEntry>, ApiError> {
     let input: AuditList = parse(input)?;
     caller
         .check_tenant(state, "audit.list", &input.tenant_id, "iam:audit:read")
@@ -1621,18 +1768,44 @@ pub async fn audit_list(
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let details: Option<String> = r.try_get(5)?;
-        out.push(json!({
-            "id": r.try_get::<String, _>(0)?,
-            "tenantId": input.tenant_id,
-            "principalId": r.try_get::<Option<String>, _>(1)?,
-            "method": r.try_get::<String, _>(2)?,
-            "outcome": r.try_get::<String, _>(3)?,
-            "objectId": r.try_get::<Option<String>, _>(4)?,
-            "details": details.and_then(|d| serde_json::from_str::<Value>(&d).ok()).unwrap_or(json!({})),
-            "at": r.try_get::<i64, _>(6)?,
-        }));
+        out.push(AuditEntry {
+            id: r.try_get(0)?,
+            tenant_id: input.tenant_id.clone(),
+            principal_id: r.try_get(1)?,
+            method: r.try_get(2)?,
+            outcome: r.try_get(3)?,
+            object_id: r.try_get(4)?,
+            details: details
+                .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+                .unwrap_or(json!({})),
+            at: r.try_get(6)?,
+        });
     }
-    Ok(json!({ "items": out }))
+    Ok(Items { items: out })
+}
+
+/// An audit row, as `audit.list` answers it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    /// `aud_...`; ids sort as the rows were written.
+    pub id: String,
+    /// The input's tenant.
+    pub tenant_id: String,
+    /// Who called (`null` for none).
+    pub principal_id: Option<String>,
+    /// The method.
+    pub method: String,
+    /// `ok`, `forbidden` or `config_drift`.
+    #[schemars(extend("enum" = ["ok", "forbidden", "config_drift"]))]
+    pub outcome: String,
+    /// The object the call touched (`null` for none).
+    pub object_id: Option<String>,
+    /// What the method recorded (its input, the plan hash, ...).
+    #[schemars(with = "Map<String, Value>")]
+    pub details: Value,
+    /// Unix milliseconds.
+    pub at: i64,
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! [`planner::calls`] types, so a call made by hand is exactly the call an apply makes.
 
 use super::AppState;
+use super::api::Items;
 use super::db::{Modules, Rows, SANDBOX_TABLES, Tx, VPS_TABLES, fetch, holds, new_id, now_ms};
 use super::error::{ApiError, Code};
 use super::iam::{Caller, check_name, commit_audited, parse, parse_value};
@@ -19,8 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 
 /// What a call did: its answer and the id of the object it touched.
 pub struct Outcome {
-    /// The answer (the object as it is now).
-    pub value: Value,
+    /// The answer (the object as it is now); `None` in a batch, which answers nothing.
+    pub value: Option<Object>,
     /// The object's id, for the audit row.
     pub object_id: Option<String>,
 }
@@ -70,7 +71,7 @@ pub async fn call_http(
     caller: &Caller,
     method: &str,
     input: Value,
-) -> Result<Value, ApiError> {
+) -> Result<Object, ApiError> {
     served(method, state.modules)?;
     let call = parse_call(method, input.clone())
         .ok_or_else(|| ApiError::new(Code::NotFound, format!("unknown method {method:?}")))??;
@@ -90,7 +91,9 @@ pub async fn call_http(
         json!({ "input": input }),
     )
     .await?;
-    Ok(outcome.value)
+    outcome
+        .value
+        .ok_or_else(|| ApiError::new(Code::Internal, "a call outside a batch answers"))
 }
 
 /// Runs one call inside `tx`, as `caller`, whose permission was decided before. Validates
@@ -444,8 +447,8 @@ async fn run(
         }
     };
     let value = match batch {
-        Some(_) => Value::Null,
-        None => object_json(tx, call, &id).await?,
+        Some(_) => None,
+        None => Some(object_json(tx, call, &id).await?),
     };
     Ok(Outcome {
         value,
@@ -453,31 +456,31 @@ async fn run(
     })
 }
 
-async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Value, ApiError> {
+async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Object, ApiError> {
     Ok(match call {
-        Call::ProviderAccountCreate(_) | Call::ProviderAccountUpdate(_) => {
-            account_value(&load_accounts(tx, "id = $1", &[id], Rows::Ordered).await?[0])
-        }
-        Call::SiteCreate(_) => {
-            site_value(&load_sites(tx, "id = $1", &[id], Rows::Ordered).await?[0])
-        }
-        Call::FlavorCreate(_) | Call::FlavorUpdate(_) => {
-            flavor_value(&load_flavors(tx, "id = $1", &[id], Rows::Ordered).await?[0])
-        }
-        Call::SandboxTemplateCreate(_) | Call::SandboxTemplateUpdate(_) => {
-            template_value(&load_templates(tx, "id = $1", &[id], Rows::Ordered).await?[0])
-        }
+        Call::ProviderAccountCreate(_) | Call::ProviderAccountUpdate(_) => Object::ProviderAccount(
+            account_value(&load_accounts(tx, "id = $1", &[id], Rows::Ordered).await?[0]),
+        ),
+        Call::SiteCreate(_) => Object::Site(site_value(
+            &load_sites(tx, "id = $1", &[id], Rows::Ordered).await?[0],
+        )),
+        Call::FlavorCreate(_) | Call::FlavorUpdate(_) => Object::Flavor(flavor_value(
+            &load_flavors(tx, "id = $1", &[id], Rows::Ordered).await?[0],
+        )),
+        Call::SandboxTemplateCreate(_) | Call::SandboxTemplateUpdate(_) => Object::SandboxTemplate(
+            template_value(&load_templates(tx, "id = $1", &[id], Rows::Ordered).await?[0]),
+        ),
         _ => {
             let row = load_pools(tx, "id = $1", &[id], Rows::Ordered)
                 .await?
                 .remove(0);
             let quotas = load_quotas(tx, "pool_id = $1", &[id], Rows::Ordered).await?;
             let offers = load_offers(tx, "pool_id = $1", &[id], Rows::Ordered).await?;
-            pool_value(
+            Object::Pool(pool_value(
                 &row,
                 &quotas.iter().collect::<Vec<_>>(),
                 &offers.iter().collect::<Vec<_>>(),
-            )
+            ))
         }
     })
 }
@@ -1034,7 +1037,10 @@ async fn delete_row(tx: &mut Tx, table: &str, id: &str) -> Result<Outcome, ApiEr
         .execute(&mut **tx)
         .await?;
     Ok(Outcome {
-        value: json!({ "id": id, "deleted": true }),
+        value: Some(Object::Deleted(Deleted {
+            id: id.to_owned(),
+            deleted: true,
+        })),
         object_id: Some(id.to_owned()),
     })
 }
@@ -1453,56 +1459,259 @@ pub async fn load_templates(
         .collect()
 }
 
-fn site_value(s: &SiteRow) -> Value {
-    json!({ "id": s.id, "tenantId": s.tenant_id, "kind": s.kind, "region": s.region, "revision": s.revision })
+/// A site, as the site methods answer it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Site {
+    /// `site_...`.
+    pub id: String,
+    /// The owner.
+    pub tenant_id: String,
+    /// The site's kind.
+    pub kind: SiteKind,
+    /// Where it is.
+    pub region: String,
+    /// 1 on create, +1 on every change.
+    pub revision: i64,
+}
+
+/// A pool, as the pool methods answer it: with its owner quota entries and offers.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pool {
+    /// `pool_...`.
+    pub id: String,
+    /// The owner.
+    pub tenant_id: String,
+    /// Its site.
+    pub site_id: String,
+    /// The pool's class.
+    pub class: PoolClass,
+    /// 1 on create, +1 on every change (of its entries and offers too).
+    pub revision: i64,
+    /// Archived: gone from the fleet (`pool.archive` answers it so).
+    pub archived: bool,
+    /// Owner quota entries, by resource.
+    pub owner_quota: Vec<OwnerQuotaEntry>,
+    /// Offers to other tenants, by tenant.
+    pub offers: Vec<OfferEntry>,
+    /// Its GPU model; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_model: Option<String>,
+    /// Its provider account (class `provider`); left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_account_id: Option<String>,
+    /// Its scheduling policy; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+}
+
+/// One owner quota entry of a pool.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct OwnerQuotaEntry {
+    /// The resource.
+    pub resource: String,
+    /// Its maximum.
+    pub max: i64,
+    /// The entry's revision.
+    pub revision: i64,
+}
+
+/// One offer of a pool to another tenant.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct OfferEntry {
+    /// The tenant offered to.
+    pub tenant: String,
+    /// Maximum per resource.
+    pub quota: BTreeMap<String, u64>,
+    /// The offer's revision.
+    pub revision: i64,
+    /// Higher is scheduled first; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+}
+
+/// A provider account, as its methods answer it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderAccount {
+    /// `pa_...`.
+    pub id: String,
+    /// The owner.
+    pub tenant_id: String,
+    /// Its name.
+    pub name: String,
+    /// The provider.
+    pub provider: String,
+    /// Its configuration (secret references, never secrets).
+    pub config: BTreeMap<String, String>,
+    /// 1 on create, +1 on every change.
+    pub revision: i64,
+}
+
+/// A flavor, as its methods answer it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Flavor {
+    /// `flv_...`.
+    pub id: String,
+    /// The owner.
+    pub tenant_id: String,
+    /// Its pool.
+    pub pool_id: String,
+    /// Its name within the pool.
+    pub name: String,
+    /// Virtual CPUs.
+    pub vcpu: u32,
+    /// Memory, GiB.
+    #[serde(rename = "memoryGiB")]
+    pub memory_gib: u32,
+    /// Disk, GiB.
+    #[serde(rename = "diskGiB")]
+    pub disk_gib: u32,
+    /// 1 on create, +1 on every change.
+    pub revision: i64,
+    /// GPUs; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+}
+
+/// A sandbox template, as its methods answer it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxTemplate {
+    /// `tpl_...`.
+    pub id: String,
+    /// The owner.
+    pub tenant_id: String,
+    /// Its name.
+    pub name: String,
+    /// Its pool (maybe another tenant's, offered to this one).
+    pub pool_id: String,
+    /// Its flavor.
+    pub flavor_id: String,
+    /// The image.
+    pub image_id: String,
+    /// The sandboxes' network.
+    pub network: Network,
+    /// 1 on create, +1 on every change.
+    pub revision: i64,
+    /// Environment variables; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// The warm pool; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warm: Option<Warm>,
+}
+
+/// What a delete answers: `{id, deleted: true}`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Deleted {
+    /// The deleted object's id.
+    pub id: String,
+    /// Always `true`.
+    #[schemars(extend("const" = true))]
+    pub deleted: bool,
+}
+
+/// The answer of an object method: the object as it is after the call, or a delete's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Object {
+    /// `site.*`.
+    Site(Site),
+    /// `pool.*` (but `pool.archive` too).
+    Pool(Pool),
+    /// `providerAccount.create/update/get`.
+    ProviderAccount(ProviderAccount),
+    /// `flavor.create/update/get`.
+    Flavor(Flavor),
+    /// `sandboxTemplate.create/update/get`.
+    SandboxTemplate(SandboxTemplate),
+    /// The deletes.
+    Deleted(Deleted),
+}
+
+fn site_value(s: &SiteRow) -> Site {
+    Site {
+        id: s.id.clone(),
+        tenant_id: s.tenant_id.clone(),
+        kind: s.kind,
+        region: s.region.clone(),
+        revision: s.revision,
+    }
 }
 
 /// A pool as answered, with its owner quota entries and offers.
-fn pool_value(p: &PoolRow, quotas: &[&QuotaRow], offers: &[&OfferRow]) -> Value {
-    let (quotas, offers) = (quotas.iter(), offers.iter());
-    let mut v = json!({
-        "id": p.id, "tenantId": p.tenant_id, "siteId": p.site_id, "class": p.class,
-        "revision": p.revision, "archived": p.archived,
-        "ownerQuota": quotas.map(|q| json!({ "resource": q.resource, "max": q.max, "revision": q.revision })).collect::<Vec<_>>(),
-        "offers": offers.map(|o| {
-            let mut v = json!({ "tenant": o.tenant_id, "quota": o.quota, "revision": o.revision });
-            if let Some(p) = o.priority { v["priority"] = json!(p); }
-            v
-        }).collect::<Vec<_>>(),
-    });
-    if let Some(g) = &p.gpu_model {
-        v["gpuModel"] = json!(g);
+fn pool_value(p: &PoolRow, quotas: &[&QuotaRow], offers: &[&OfferRow]) -> Pool {
+    Pool {
+        id: p.id.clone(),
+        tenant_id: p.tenant_id.clone(),
+        site_id: p.site_id.clone(),
+        class: p.class,
+        revision: p.revision,
+        archived: p.archived,
+        owner_quota: quotas
+            .iter()
+            .map(|q| OwnerQuotaEntry {
+                resource: q.resource.clone(),
+                max: q.max,
+                revision: q.revision,
+            })
+            .collect(),
+        offers: offers
+            .iter()
+            .map(|o| OfferEntry {
+                tenant: o.tenant_id.clone(),
+                quota: o.quota.clone(),
+                revision: o.revision,
+                priority: o.priority,
+            })
+            .collect(),
+        gpu_model: p.gpu_model.clone(),
+        provider_account_id: p.provider_account_id.clone(),
+        policy: p.policy.clone(),
     }
-    if let Some(a) = &p.provider_account_id {
-        v["providerAccountId"] = json!(a);
-    }
-    if let Some(pol) = &p.policy {
-        v["policy"] = json!(pol);
-    }
-    v
 }
 
-fn account_value(a: &AccountRow) -> Value {
-    json!({ "id": a.id, "tenantId": a.tenant_id, "name": a.name, "provider": a.provider, "config": a.config, "revision": a.revision })
+fn account_value(a: &AccountRow) -> ProviderAccount {
+    ProviderAccount {
+        id: a.id.clone(),
+        tenant_id: a.tenant_id.clone(),
+        name: a.name.clone(),
+        provider: a.provider.clone(),
+        config: a.config.clone(),
+        revision: a.revision,
+    }
 }
 
-fn flavor_value(f: &FlavorRow) -> Value {
-    let mut v = json!({ "id": f.id, "tenantId": f.tenant_id, "poolId": f.pool_id, "name": f.name, "vcpu": f.vcpu, "memoryGiB": f.memory_gib, "diskGiB": f.disk_gib, "revision": f.revision });
-    if let Some(g) = f.gpu {
-        v["gpu"] = json!(g);
+fn flavor_value(f: &FlavorRow) -> Flavor {
+    Flavor {
+        id: f.id.clone(),
+        tenant_id: f.tenant_id.clone(),
+        pool_id: f.pool_id.clone(),
+        name: f.name.clone(),
+        vcpu: f.vcpu,
+        memory_gib: f.memory_gib,
+        disk_gib: f.disk_gib,
+        revision: f.revision,
+        gpu: f.gpu,
     }
-    v
 }
 
-fn template_value(t: &TemplateRow) -> Value {
-    let mut v = json!({ "id": t.id, "tenantId": t.tenant_id, "name": t.name, "poolId": t.pool_id, "flavorId": t.flavor_id, "imageId": t.image_id, "network": t.network, "revision": t.revision });
-    if let Some(e) = &t.env {
-        v["env"] = json!(e);
+fn template_value(t: &TemplateRow) -> SandboxTemplate {
+    SandboxTemplate {
+        id: t.id.clone(),
+        tenant_id: t.tenant_id.clone(),
+        name: t.name.clone(),
+        pool_id: t.pool_id.clone(),
+        flavor_id: t.flavor_id.clone(),
+        image_id: t.image_id.clone(),
+        network: t.network,
+        revision: t.revision,
+        env: t.env.clone(),
+        warm: t.warm,
     }
-    if let Some(w) = &t.warm {
-        v["warm"] = json!(w);
-    }
-    v
 }
 
 /// Input of the list methods.
@@ -1542,7 +1751,7 @@ pub async fn read(
     caller: &Caller,
     method: &str,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Read, ApiError> {
     served(method, state.modules)?;
     let (kind, verb) = method.split_once('.').unwrap_or((method, ""));
     let (tenant, id) = if verb == "get" {
@@ -1562,11 +1771,11 @@ pub async fn read(
         Some(id) => ("tenant_id = $1 AND id = $2", vec![&tenant, id]),
         None => ("tenant_id = $1", vec![&tenant]),
     };
-    let items: Vec<Value> = match kind {
+    let items: Vec<Object> = match kind {
         "site" => load_sites(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
-            .map(site_value)
+            .map(|s| Object::Site(site_value(s)))
             .collect(),
         "pool" => {
             // Three queries, whatever the number of pools.
@@ -1587,33 +1796,44 @@ pub async fn read(
                 .iter()
                 .map(|p| {
                     let (q, o) = by_pool.get(p.id.as_str()).unwrap_or(&none);
-                    pool_value(p, q, o)
+                    Object::Pool(pool_value(p, q, o))
                 })
                 .collect()
         }
         "providerAccount" => load_accounts(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
-            .map(account_value)
+            .map(|a| Object::ProviderAccount(account_value(a)))
             .collect(),
         "flavor" => load_flavors(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
-            .map(flavor_value)
+            .map(|f| Object::Flavor(flavor_value(f)))
             .collect(),
         _ => load_templates(conn, filter, &args, Rows::Ordered)
             .await?
             .iter()
-            .map(template_value)
+            .map(|t| Object::SandboxTemplate(template_value(t)))
             .collect(),
     };
     match id {
         Some(id) => items
             .into_iter()
             .next()
+            .map(Read::One)
             .ok_or_else(|| ApiError::not_found(kind, &id)),
-        None => Ok(json!({ "items": items })),
+        None => Ok(Read::List(Items { items })),
     }
+}
+
+/// What a read answers: `<kind>.get` the object, `<kind>.list` `{items}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Read {
+    /// `<kind>.get`.
+    One(Object),
+    /// `<kind>.list`.
+    List(Items<Object>),
 }
 
 #[cfg(test)]

@@ -154,8 +154,9 @@ impl From<RunError> for super::error::ApiError {
 }
 
 /// One run of a key by this process (kept for `reconciler.status`).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ReconcilerRun")]
 pub struct Run {
     /// The reconciler.
     pub reconciler: String,
@@ -168,6 +169,7 @@ pub struct Run {
     /// When it ended (before its outcome is recorded).
     pub ended_at: i64,
     /// `done`, `requeue`, `retry` or `terminal`.
+    #[schemars(extend("enum" = ["done", "requeue", "retry", "terminal"]))]
     pub outcome: &'static str,
 }
 
@@ -750,8 +752,7 @@ pub async fn status(
     state: &AppState,
     caller: &super::iam::Caller,
     input: &[u8],
-) -> Result<serde_json::Value, super::error::ApiError> {
-    use serde_json::json;
+) -> Result<ReconcilerStatus, super::error::ApiError> {
     let input: StatusInput = super::iam::parse(input)?;
     caller
         .check(
@@ -769,42 +770,97 @@ pub async fn status(
     .await?;
     let mut queue = Vec::with_capacity(rows.len());
     for r in &rows {
-        let mut item = json!({
-            "reconciler": r.try_get::<String, _>(0)?,
-            "key": r.try_get::<String, _>(1)?,
-            "attempts": r.try_get::<i64, _>(3)?,
-            "terminal": r.try_get::<i64, _>(7)? != 0,
-        });
         let due: i64 = r.try_get(2)?;
-        if due != CLAIMED_DUE {
-            item["dueAt"] = json!(due);
-        }
-        if let Some(e) = r.try_get::<Option<String>, _>(4)? {
-            item["lastError"] = json!(e);
-        }
-        if let Some(holder) = r.try_get::<Option<String>, _>(5)? {
-            // The worker: the token less the claim's number (`Runtime::next_holder`).
-            let worker = holder.rsplit_once('.').map_or(holder.as_str(), |(w, _)| w);
-            item["claimedBy"] = json!(worker);
-            item["claimedUntil"] = json!(r.try_get::<Option<i64>, _>(6)?);
-        }
-        queue.push(item);
+        let holder: Option<String> = r.try_get(5)?;
+        // The worker: the token less the claim's number (`Runtime::next_holder`).
+        let worker = holder
+            .as_deref()
+            .map(|h| h.rsplit_once('.').map_or(h, |(w, _)| w).to_owned());
+        queue.push(QueueEntry {
+            reconciler: r.try_get(0)?,
+            key: r.try_get(1)?,
+            attempts: r.try_get(3)?,
+            terminal: r.try_get::<i64, _>(7)? != 0,
+            due_at: (due != CLAIMED_DUE).then_some(due),
+            last_error: r.try_get(4)?,
+            // A claim writes its holder and its end together, and a release clears both.
+            claimed_until: match worker {
+                Some(_) => r.try_get(6)?,
+                None => None,
+            },
+            claimed_by: worker,
+        });
     }
     let rt = &state.reconcilers;
     let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    let mut out = json!({
-        "workerId": rt.worker_id,
-        "stats": {
-            "done": n(&rt.stats.done), "requeued": n(&rt.stats.requeued),
-            "retried": n(&rt.stats.retried), "terminal": n(&rt.stats.terminal),
-            "panics": n(&rt.stats.panics),
+    Ok(ReconcilerStatus {
+        worker_id: rt.worker_id.clone(),
+        stats: ReconcilerStats {
+            done: n(&rt.stats.done),
+            requeued: n(&rt.stats.requeued),
+            retried: n(&rt.stats.retried),
+            terminal: n(&rt.stats.terminal),
+            panics: n(&rt.stats.panics),
         },
-        "queue": queue,
-    });
-    if input.runs {
-        out["runs"] = json!(rt.runs());
-    }
-    Ok(out)
+        queue,
+        runs: input.runs.then(|| rt.runs()),
+    })
+}
+
+/// `reconciler.status`'s answer.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconcilerStatus {
+    /// This process's worker id.
+    pub worker_id: String,
+    /// This process's counters since it started.
+    pub stats: ReconcilerStats,
+    /// Every queued key (at most 10,000), by reconciler and key.
+    pub queue: Vec<QueueEntry>,
+    /// This process's last runs, oldest first; only when asked (`runs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<Run>>,
+}
+
+/// The counters of `reconciler.status`: runs by outcome, and panics.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct ReconcilerStats {
+    /// Runs done.
+    pub done: u64,
+    /// Runs that queued their key again.
+    pub requeued: u64,
+    /// Runs that failed and will be retried.
+    pub retried: u64,
+    /// Runs that failed for good.
+    pub terminal: u64,
+    /// Runs that panicked.
+    pub panics: u64,
+}
+
+/// One queued key.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueEntry {
+    /// The reconciler.
+    pub reconciler: String,
+    /// The key.
+    pub key: String,
+    /// Attempts so far.
+    pub attempts: i64,
+    /// Failed for good: never run again unless queued anew.
+    pub terminal: bool,
+    /// When it runs next (Unix milliseconds); left out while claimed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<i64>,
+    /// The last run's error; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The holding worker's `workerId`; left out when unclaimed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    /// Until when the claim holds (Unix milliseconds); left out when unclaimed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed_until: Option<i64>,
 }
 
 #[cfg(test)]

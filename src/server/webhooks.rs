@@ -10,16 +10,18 @@
 //! space-separated, while a rotated-out secret is still honoured).
 
 use super::AppState;
+use super::api::Items;
 use super::db::{new_id, now_ms};
 use super::error::ApiError;
 use super::events::{self, TYPES};
 use super::iam::{Caller, check_name, commit_audited, parse};
+use super::objects::Deleted;
 use super::reconciler::{self, Backoff, BoxFut, Lease, Outcome, Reconciler};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use hmac::{Hmac, Mac as _};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::Sha256;
 use sqlx::{AnyConnection, Row as _};
 use std::collections::BTreeMap;
@@ -764,23 +766,139 @@ async fn require_webhook(
     .ok_or_else(|| ApiError::not_found("webhook", id))
 }
 
-fn webhook_json(r: &sqlx::any::AnyRow) -> Result<Value, sqlx::Error> {
+/// A webhook endpoint, as `webhook.list` answers it: never its secret.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    /// `wh_...`.
+    pub id: String,
+    /// Where it POSTs.
+    pub url: String,
+    /// The event types it receives (`*`: all).
+    pub events: Vec<String>,
+    /// False once disabled after failing deliveries.
+    pub enabled: bool,
+    /// Failed deliveries in a row.
+    pub failures: i64,
+    /// Its revision.
+    pub revision: i64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// When it was disabled (Unix milliseconds); left out while enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_at: Option<i64>,
+    /// Why it was disabled; left out while enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+}
+
+fn webhook_json(r: &sqlx::any::AnyRow) -> Result<Webhook, sqlx::Error> {
     let events: String = r.try_get(2)?;
     let disabled_at: Option<i64> = r.try_get(3)?;
-    let mut out = json!({
-        "id": r.try_get::<String, _>(0)?,
-        "url": r.try_get::<String, _>(1)?,
-        "events": serde_json::from_str::<Value>(&events).unwrap_or(json!([])),
-        "enabled": disabled_at.is_none(),
-        "failures": r.try_get::<i64, _>(5)?,
-        "revision": r.try_get::<i64, _>(6)?,
-        "createdAt": r.try_get::<i64, _>(7)?,
-    });
-    if let Some(at) = disabled_at {
-        out["disabledAt"] = json!(at);
-        out["disabledReason"] = json!(r.try_get::<Option<String>, _>(4)?);
-    }
-    Ok(out)
+    Ok(Webhook {
+        id: r.try_get(0)?,
+        url: r.try_get(1)?,
+        events: serde_json::from_str(&events).unwrap_or_default(),
+        enabled: disabled_at.is_none(),
+        failures: r.try_get(5)?,
+        revision: r.try_get(6)?,
+        created_at: r.try_get(7)?,
+        disabled_at,
+        // Written with `disabled_at`, and cleared with it.
+        disabled_reason: match disabled_at {
+            Some(_) => r.try_get(4)?,
+            None => None,
+        },
+    })
+}
+
+/// `webhook.create`'s answer: the secret, shown here and on rotation only.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct NewWebhook {
+    /// `wh_...`.
+    pub id: String,
+    /// The signing secret, `whsec_<base64 of 32 bytes>`.
+    pub secret: String,
+    /// Where it POSTs (as parsed: `https://example.com/hook`).
+    pub url: String,
+    /// The event types it receives, each once.
+    pub events: Vec<String>,
+    /// Always `true`.
+    #[schemars(extend("const" = true))]
+    pub enabled: bool,
+}
+
+/// `webhook.rotateSecret`'s answer.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedSecret {
+    /// The webhook's id.
+    pub id: String,
+    /// The new signing secret.
+    pub secret: String,
+    /// Until when (Unix milliseconds) the previous secret also signs.
+    pub previous_secret_until: i64,
+}
+
+/// One delivery of an event to an endpoint, as `webhook.deliveries` answers it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// `dlv_...`.
+    pub id: String,
+    /// The endpoint.
+    pub webhook_id: String,
+    /// The event (its `webhook-id`).
+    pub event_id: String,
+    /// The event's type.
+    pub event_type: String,
+    /// `pending`, `succeeded` or `failed`.
+    #[schemars(extend("enum" = ["pending", "succeeded", "failed"]))]
+    pub status: String,
+    /// Attempts made.
+    pub attempts: i64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds.
+    pub updated_at: i64,
+    /// Every attempt, in order.
+    pub log: Vec<Attempt>,
+    /// The last attempt's HTTP status; left out when it had none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_status: Option<i64>,
+    /// The last attempt's error; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// Its number, from 1.
+    pub attempt: i64,
+    /// When it started (Unix milliseconds).
+    pub at: i64,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// The HTTP status answered; left out when none came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<i64>,
+    /// Why it failed; left out when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `webhook.redeliver`'s answer.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Redelivery {
+    /// The new delivery.
+    pub delivery_id: String,
+    /// The endpoint.
+    pub webhook_id: String,
+    /// The event delivered again.
+    pub event_id: String,
 }
 
 async fn require_tenant(conn: &mut AnyConnection, tenant: &str) -> Result<(), ApiError> {
@@ -794,7 +912,11 @@ async fn require_tenant(conn: &mut AnyConnection, tenant: &str) -> Result<(), Ap
 
 /// `webhook.create`: decides `events:webhook:create`; answers the secret (it is shown here
 /// and on rotation only).
-pub async fn create(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<NewWebhook, ApiError> {
     let input: WebhookCreate = parse(input)?;
     let method = "webhook.create";
     caller
@@ -865,11 +987,21 @@ pub async fn create(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
         json!({ "url": url, "events": kinds }),
     )
     .await?;
-    Ok(json!({ "id": id, "secret": secret, "url": url, "events": kinds, "enabled": true }))
+    Ok(NewWebhook {
+        id,
+        secret,
+        url,
+        events: kinds,
+        enabled: true,
+    })
 }
 
 /// `webhook.list`: decides `events:webhook:read`; never answers secrets.
-pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Items<Webhook>, ApiError> {
     let input: WebhookList = parse(input)?;
     caller
         .check_tenant(state, "webhook.list", &input.tenant_id, READ)
@@ -886,11 +1018,11 @@ pub async fn list(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Val
         .iter()
         .map(webhook_json)
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(json!({ "items": items }))
+    Ok(Items { items })
 }
 
 /// `webhook.delete`: decides `events:webhook:delete`; its deliveries and their log go too.
-pub async fn delete(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn delete(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Deleted, ApiError> {
     let input: WebhookRef = parse(input)?;
     let method = "webhook.delete";
     caller
@@ -917,7 +1049,10 @@ pub async fn delete(state: &AppState, caller: &Caller, input: &[u8]) -> Result<V
         json!({}),
     )
     .await?;
-    Ok(json!({ "id": input.id, "deleted": true }))
+    Ok(Deleted {
+        id: input.id,
+        deleted: true,
+    })
 }
 
 /// `webhook.rotateSecret`: decides `events:webhook:update`; answers the new secret. The old
@@ -926,7 +1061,7 @@ pub async fn rotate_secret(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<RotatedSecret, ApiError> {
     let input: WebhookRef = parse(input)?;
     let method = "webhook.rotateSecret";
     caller
@@ -955,7 +1090,11 @@ pub async fn rotate_secret(
         json!({ "previousUntil": until }),
     )
     .await?;
-    Ok(json!({ "id": input.id, "secret": secret, "previousSecretUntil": until }))
+    Ok(RotatedSecret {
+        id: input.id,
+        secret,
+        previous_secret_until: until,
+    })
 }
 
 /// `webhook.deliveries`: decides `events:webhook:read`; the endpoint's deliveries, newest
@@ -964,7 +1103,7 @@ pub async fn deliveries(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Items<Delivery>, ApiError> {
     let input: DeliveryList = parse(input)?;
     caller
         .check_tenant(state, "webhook.deliveries", &input.tenant_id, READ)
@@ -986,7 +1125,7 @@ pub async fn deliveries(
         .map(|r| r.try_get::<String, _>(0))
         .transpose()?
         .unwrap_or_default();
-    let mut log: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut log: BTreeMap<String, Vec<Attempt>> = BTreeMap::new();
     for a in sqlx::query(
         "SELECT delivery_id, attempt, at, status, error, duration_ms FROM webhook_attempts \
          WHERE webhook_id = $1 AND delivery_id >= $2 ORDER BY id",
@@ -996,48 +1135,44 @@ pub async fn deliveries(
     .fetch_all(&mut *conn)
     .await?
     {
-        let mut entry = json!({
-            "attempt": a.try_get::<i64, _>(1)?,
-            "at": a.try_get::<i64, _>(2)?,
-            "durationMs": a.try_get::<i64, _>(5)?,
-        });
-        if let Some(s) = a.try_get::<Option<i64>, _>(3)? {
-            entry["status"] = json!(s);
-        }
-        if let Some(e) = a.try_get::<Option<String>, _>(4)? {
-            entry["error"] = json!(e);
-        }
+        let entry = Attempt {
+            attempt: a.try_get(1)?,
+            at: a.try_get(2)?,
+            duration_ms: a.try_get(5)?,
+            status: a.try_get(3)?,
+            error: a.try_get(4)?,
+        };
         log.entry(a.try_get(0)?).or_default().push(entry);
     }
     let mut items = Vec::with_capacity(rows.len());
     for r in &rows {
         let id: String = r.try_get(0)?;
-        let mut item = json!({
-            "id": id,
-            "webhookId": input.id,
-            "eventId": r.try_get::<String, _>(1)?,
-            "eventType": r.try_get::<String, _>(2)?,
-            "status": r.try_get::<String, _>(3)?,
-            "attempts": r.try_get::<i64, _>(4)?,
-            "createdAt": r.try_get::<i64, _>(7)?,
-            "updatedAt": r.try_get::<i64, _>(8)?,
-            "log": log.remove(&id).unwrap_or_default(),
+        let log = log.remove(&id).unwrap_or_default();
+        items.push(Delivery {
+            id,
+            webhook_id: input.id.clone(),
+            event_id: r.try_get(1)?,
+            event_type: r.try_get(2)?,
+            status: r.try_get(3)?,
+            attempts: r.try_get(4)?,
+            created_at: r.try_get(7)?,
+            updated_at: r.try_get(8)?,
+            log,
+            last_status: r.try_get(5)?,
+            last_error: r.try_get(6)?,
         });
-        if let Some(s) = r.try_get::<Option<i64>, _>(5)? {
-            item["lastStatus"] = json!(s);
-        }
-        if let Some(e) = r.try_get::<Option<String>, _>(6)? {
-            item["lastError"] = json!(e);
-        }
-        items.push(item);
     }
-    Ok(json!({ "items": items }))
+    Ok(Items { items })
 }
 
 /// `webhook.redeliver`: decides `events:webhook:redeliver`; delivers one event again to the
 /// endpoint (same `webhook-id`), as a new delivery with its own attempts. An endpoint that
 /// was disabled is enabled again: redelivering is the operator saying it is back.
-pub async fn redeliver(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Value, ApiError> {
+pub async fn redeliver(
+    state: &AppState,
+    caller: &Caller,
+    input: &[u8],
+) -> Result<Redelivery, ApiError> {
     let input: Redeliver = parse(input)?;
     let method = "webhook.redeliver";
     caller
@@ -1080,7 +1215,11 @@ pub async fn redeliver(state: &AppState, caller: &Caller, input: &[u8]) -> Resul
     )
     .await?;
     state.reconcilers.notify();
-    Ok(json!({ "deliveryId": delivery, "webhookId": input.id, "eventId": input.event_id }))
+    Ok(Redelivery {
+        delivery_id: delivery,
+        webhook_id: input.id,
+        event_id: input.event_id,
+    })
 }
 
 #[cfg(test)]
