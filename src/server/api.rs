@@ -761,8 +761,9 @@ fn query_parameters(input: &Value) -> Vec<Value> {
     parameters
 }
 
-/// The answers whose schema is stated: the fleet methods', with the prefix their definitions
-/// take among the components.
+/// The fleet methods' answers (their handlers answer JSON already written, not a type the
+/// table can read), with the prefix their definitions take among the components. Every other
+/// method's answer comes from its handler's type ([`Run::answer`]).
 fn output(method: &str) -> Option<(&'static str, Value)> {
     match method {
         "fleet.plan" => Some(("Plan.", schema::<planner::Plan>())),
