@@ -951,8 +951,9 @@ pub struct TenantCreate {
     /// The new tenant's id (a name).
     #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub id: String,
-    /// A display name; the id when absent.
+    /// A display name; the id when absent. Not blank, no NUL.
     #[serde(default)]
+    #[schemars(length(min = 1, max = planner::validate::MAX_TEXT))]
     pub name: Option<String>,
 }
 
@@ -1151,6 +1152,7 @@ pub struct ApiKeyCreate {
     pub principal_id: String,
     /// A label.
     #[serde(default)]
+    #[schemars(length(max = planner::validate::MAX_TEXT))]
     pub name: Option<String>,
 }
 
