@@ -1470,3 +1470,64 @@ both!(
     fleet_name_not_an_id,
     a_fleet_name_is_not_an_unnamed_objects_id
 );
+
+/// A key of fleet's form names the call's own tenant, kind and object (found by a fuzzing
+/// audit: a name no document can have, another tenant's key, or a key naming another object
+/// each made a plan that never converged).
+async fn a_fleet_key_names_the_object_it_creates(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    let site = |tenant: &str, key: &str| json!({ "tenantId": tenant, "kind": "shared", "region": "eu", "idempotencyKey": key });
+    for (tenant, key) in [
+        ("root", "fleet:root:site:BAD NAME"),
+        ("root", "fleet:root:site:"),
+        ("root", "fleet:root:pool:fra"),
+        ("acme", "fleet:root:site:squat"),
+        ("root", "fleet:root"),
+    ] {
+        let refused = fleet
+            .fails("site.create", site(tenant, key), "INVALID_INPUT")
+            .await;
+        assert_eq!(
+            refused.details["path"], "idempotencyKey",
+            "{key}: {refused:?}"
+        );
+    }
+    // Keys of any other form are the caller's own business.
+    fleet.ok("site.create", site("root", "my-own-key")).await;
+    let made = fleet
+        .ok("site.create", site("root", "fleet:root:site:fra"))
+        .await;
+    let account = |name: &str, key: &str| json!({ "tenantId": "root", "name": name, "provider": "p", "config": {}, "idempotencyKey": key });
+    fleet
+        .fails(
+            "providerAccount.create",
+            account("x1", "fleet:root:providerAccount:y1"),
+            "INVALID_INPUT",
+        )
+        .await;
+    fleet
+        .ok(
+            "providerAccount.create",
+            account("x1", "fleet:root:providerAccount:x1"),
+        )
+        .await;
+    let pool = fleet
+        .ok(
+            "pool.create",
+            json!({ "tenantId": "root", "siteId": made["id"], "class": "vps-host", "idempotencyKey": "fleet:root:pool:vps-fra" }),
+        )
+        .await;
+    let flavor = |key: &str| json!({ "tenantId": "root", "poolId": pool["id"], "name": "g1", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1, "idempotencyKey": key });
+    fleet
+        .fails(
+            "flavor.create",
+            flavor("fleet:root:flavor:vps-fra/g2"),
+            "INVALID_INPUT",
+        )
+        .await;
+    fleet
+        .ok("flavor.create", flavor("fleet:root:flavor:vps-fra/g1"))
+        .await;
+}
+both!(fleet_keys, a_fleet_key_names_the_object_it_creates);

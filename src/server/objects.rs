@@ -582,10 +582,14 @@ fn to_i64(path: &str, v: u64) -> Result<i64, ApiError> {
 }
 
 /// The id of a create: derived from the caller and the idempotency key, or random.
+/// The id of a create: derived from its idempotency key and the caller, else new. A key of
+/// fleet's form (`fleet:<tenant>:<kind>:<name>`) must be what fleet would write for this very
+/// object ([`check_fleet_key`]).
 fn create_id(
-    kind: Kind,
-    prefix: &str,
+    (kind, prefix): (Kind, &str),
     caller: &Caller,
+    tenant: &str,
+    name: Option<&str>,
     key: Option<&String>,
 ) -> Result<String, ApiError> {
     match key {
@@ -593,9 +597,57 @@ fn create_id(
             "idempotencyKey",
             "an idempotency key has 1 to 300 characters",
         )),
-        Some(key) => Ok(planner::ids::derive_id(kind, &caller.principal_id, key)),
+        Some(key) => {
+            check_fleet_key(kind, tenant, name, key)?;
+            Ok(planner::ids::derive_id(kind, &caller.principal_id, key))
+        }
         None => Ok(new_id(prefix)),
     }
+}
+
+/// A key of fleet's form names the call's own tenant, this kind, and a plan name: for a site
+/// or pool a valid name (fleet records it as the object's name), for a provider account or
+/// template its `name`, for a flavor `<pool>/<its name>`. Otherwise the export would hold a name
+/// no document can have, another tenant's create could take the id a tenant's own plan derives
+/// (ids derive from the caller and the key only), or a document would plan a create whose id is
+/// another object's (found by a fuzzing audit: each made a plan that never converges).
+fn check_fleet_key(
+    kind: Kind,
+    tenant: &str,
+    name: Option<&str>,
+    key: &str,
+) -> Result<(), ApiError> {
+    let Some(rest) = key.strip_prefix("fleet:") else {
+        return Ok(());
+    };
+    let expected = match name {
+        Some(name) if kind == Kind::Flavor => format!("fleet:{tenant}:flavor:<pool>/{name}"),
+        Some(name) => format!("fleet:{tenant}:{kind}:{name}"),
+        None => format!("fleet:{tenant}:{kind}:<name>"),
+    };
+    let refuse = || {
+        Err(ApiError::invalid(
+            "idempotencyKey",
+            format!("a key of fleet's form names this object: {expected}"),
+        ))
+    };
+    let Some((key_tenant, rest)) = rest.split_once(':') else {
+        return refuse();
+    };
+    let Some((key_kind, plan_name)) = rest.split_once(':') else {
+        return refuse();
+    };
+    let named = match (kind, name) {
+        (Kind::Flavor, Some(name)) => plan_name
+            .rsplit_once('/')
+            .is_some_and(|(pool, flavor)| flavor == name && planner::validate::is_name(pool)),
+        (_, Some(name)) => plan_name == name,
+        (_, None) => planner::validate::is_name(plan_name),
+    };
+    if key_tenant != tenant || key_kind != kind.as_str() || !named {
+        return refuse();
+    }
+    Ok(())
 }
 
 fn check_resource(path: &str, r: &str) -> Result<(), ApiError> {
@@ -736,9 +788,10 @@ async fn provider_account_create(
     non_empty("provider", &i.provider)?;
     check_config("config", &i.config)?;
     let id = create_id(
-        Kind::ProviderAccount,
-        "pa",
+        (Kind::ProviderAccount, "pa"),
         caller,
+        &i.tenant_id,
+        Some(&i.name),
         i.idempotency_key.as_ref(),
     )?;
     let inserted = sqlx::query(&format!("INSERT INTO provider_accounts (id, tenant_id, name, provider, config, revision, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6) {NEW_ROW}"))
@@ -770,7 +823,8 @@ async fn provider_account_create(
 
 async fn site_create(tx: &mut Tx, caller: &Caller, i: &SiteCreate) -> Result<String, ApiError> {
     non_empty("region", &i.region)?;
-    let id = create_id(Kind::Site, "site", caller, i.idempotency_key.as_ref())?;
+    let key = i.idempotency_key.as_ref();
+    let id = create_id((Kind::Site, "site"), caller, &i.tenant_id, None, key)?;
     let inserted = sqlx::query(&format!("INSERT INTO sites (id, tenant_id, kind, region, revision, created_at) VALUES ($1, $2, $3, $4, 1, $5) {NEW_ROW}"))
         .bind(&id)
         .bind(&i.tenant_id)
@@ -835,7 +889,8 @@ async fn pool_create(
     {
         return Err(ApiError::not_found("site", &i.site_id));
     }
-    let id = create_id(Kind::Pool, "pool", caller, i.idempotency_key.as_ref())?;
+    let key = i.idempotency_key.as_ref();
+    let id = create_id((Kind::Pool, "pool"), caller, &i.tenant_id, None, key)?;
     let policy = i.policy.as_ref().map(serde_json::to_string).transpose()?;
     let inserted = sqlx::query(&format!("INSERT INTO pools (id, tenant_id, site_id, class, gpu_model, provider_account_id, policy, archived, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 1, $8) {NEW_ROW}"))
         .bind(&id)
@@ -876,7 +931,14 @@ async fn flavor_create(tx: &mut Tx, caller: &Caller, i: &FlavorCreate) -> Result
     check_name("name", &i.name)?;
     check_sizes(i.vcpu, i.memory_gib)?;
     pool(tx, &i.tenant_id, &i.pool_id).await?;
-    let id = create_id(Kind::Flavor, "flv", caller, i.idempotency_key.as_ref())?;
+    let key = i.idempotency_key.as_ref();
+    let id = create_id(
+        (Kind::Flavor, "flv"),
+        caller,
+        &i.tenant_id,
+        Some(&i.name),
+        key,
+    )?;
     let inserted = sqlx::query(&format!("INSERT INTO flavors (id, tenant_id, pool_id, name, vcpu, memory_gib, disk_gib, gpu, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9) {NEW_ROW}"))
         .bind(&id)
         .bind(&i.tenant_id)
@@ -972,9 +1034,10 @@ async fn template_create(
     template_pool(tx, &i.tenant_id, &i.pool_id).await?;
     template_flavor(tx, &i.pool_id, &i.flavor_id).await?;
     let id = create_id(
-        Kind::SandboxTemplate,
-        "tpl",
+        (Kind::SandboxTemplate, "tpl"),
         caller,
+        &i.tenant_id,
+        Some(&i.name),
         i.idempotency_key.as_ref(),
     )?;
     let inserted = sqlx::query(&format!("INSERT INTO sandbox_templates (id, tenant_id, name, pool_id, flavor_id, image_id, env, network, warm, revision, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10) {NEW_ROW}"))
