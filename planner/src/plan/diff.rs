@@ -832,6 +832,17 @@ impl<'a> Planner<'a> {
     /// value, for its owner quota and offers.
     fn pool(&mut self, p: &'a Pool) -> (Id<'a>, Option<(&'a str, &'a Pool)>) {
         let mut notes = Vec::new();
+        // Its templates name an offered pool by its id: a pool of the tenant's own named like
+        // that id makes such a reference, and the export that writes it, mean two pools (a
+        // fuzzing audit found plans that never converged, and a template update that named
+        // the wrong pool's flavor).
+        if !self.offered.is_empty() && self.offered.contains(p.name.as_str()) {
+            notes.push(format!(
+                "\"{}\" is the id of another tenant's pool offered to this one: a pool of this \
+                 tenant cannot have it as its name",
+                p.name
+            ));
+        }
         let existing = self.existing(Kind::Pool, &p.name);
         // A reference an update leaves exactly as it is cannot block it: an export names the
         // provider account of a pool by id when the deployment stopped serving accounts, and
