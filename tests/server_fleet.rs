@@ -1454,6 +1454,53 @@ async fn a_fleet_name_is_not_an_unnamed_objects_id(db: Db) {
             "CONFLICT",
         )
         .await;
+    // Nor the id of an object fleet did name (documents name objects by id too), nor, for
+    // acme, the id of root's pool offered to it (acme's templates name that pool by it).
+    let vps_fra = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fleet
+        .fails(
+            "pool.create",
+            json!({ "tenantId": "root", "siteId": fra, "class": "vps-host", "idempotencyKey": format!("fleet:root:pool:{vps_fra}") }),
+            "CONFLICT",
+        )
+        .await;
+    let acme_site = fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": "acme", "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    fleet
+        .fails(
+            "pool.create",
+            json!({ "tenantId": "acme", "siteId": acme_site["id"], "class": "vps-host", "idempotencyKey": format!("fleet:acme:pool:{vps_fra}") }),
+            "CONFLICT",
+        )
+        .await;
+    // And the other order: a fleet name given first, then a create whose key derives that id.
+    let caller = export["caller"].as_str().unwrap();
+    let future = planner::ids::derive_id(planner::Kind::Site, caller, "plain-key-1");
+    fleet
+        .ok(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu", "idempotencyKey": format!("fleet:root:site:{future}") }),
+        )
+        .await;
+    fleet
+        .fails(
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu", "idempotencyKey": "plain-key-1" }),
+            "CONFLICT",
+        )
+        .await;
     // The export still plans back clean.
     let again = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))

@@ -487,7 +487,11 @@ async fn object_json(tx: &mut Tx, call: &Call, id: &str) -> Result<Object, ApiEr
 
 /// Records the name fleet gives a site or pool created with an idempotency key of fleet's
 /// form (`fleet:<tenant>:<kind>:<name>`), whoever makes the call: a call made by hand does
-/// exactly what the apply does.
+/// exactly what the apply does. Refuses (CONFLICT) what would let one name or id mean two
+/// objects in an export or a document: the name another object of the kind already has, or
+/// the id of one (documents name objects by id too), or, for a pool, the id of a pool offered
+/// to the tenant (its templates name that pool by it); and a create with another key whose id
+/// is already a fleet name (ids derive from keys, so it can be arranged).
 async fn record_name(
     tx: &mut Tx,
     tenant: &str,
@@ -495,8 +499,30 @@ async fn record_name(
     id: &str,
     key: Option<&str>,
 ) -> Result<(), ApiError> {
+    let taken_by = |other: String, name: &str| {
+        ApiError::with(
+            Code::Conflict,
+            format!("{kind} name {name:?} is taken by {kind} {other}"),
+            json!({ "object": format!("{kind} {name}"), "usedBy": other }),
+        )
+    };
+    let named = "fleet_names WHERE tenant_id = $1 AND kind = $2 AND name = $3 AND object_id <> $4";
     let prefix = format!("fleet:{tenant}:{}:", kind.as_str());
     let Some(name) = key.and_then(|k| k.strip_prefix(&prefix)) else {
+        // Another key: the id it derives must not be a fleet name of the kind already.
+        if key.is_some() {
+            let taken: Vec<(String,)> = fetch(
+                tx,
+                "object_id",
+                named,
+                None,
+                &[tenant, kind.as_str(), id, id],
+            )
+            .await?;
+            if let Some((other,)) = taken.into_iter().next() {
+                return Err(taken_by(other, id));
+            }
+        }
         return Ok(());
     };
     // Another object of the kind with this name (a create with a fleet key by another
@@ -505,34 +531,30 @@ async fn record_name(
     let taken: Vec<(String,)> = fetch(
         tx,
         "object_id",
-        "fleet_names WHERE tenant_id = $1 AND kind = $2 AND name = $3 AND object_id <> $4",
+        named,
         None,
         &[tenant, kind.as_str(), name, id],
     )
     .await?;
     let mut other = taken.into_iter().next().map(|(other,)| other);
-    // Or an object of the kind fleet did not name, whose id is this name: it exports under
-    // its id, and the export would hold the name twice.
+    // Or an object of the kind whose id is this name, named by fleet or not (an unnamed one
+    // exports under its id; any may be named by its id in a document); or a pool offered to
+    // the tenant.
     if other.is_none() {
         // Fleet names only sites and pools (the only callers).
-        let live = match kind {
-            Kind::Site => "sites WHERE",
-            _ => "pools WHERE archived = 0 AND",
+        let by_id = match kind {
+            Kind::Site => "SELECT id FROM sites WHERE tenant_id = $1 AND id = $2 AND id <> $3",
+            _ => {
+                "SELECT id FROM pools WHERE archived = 0 AND tenant_id = $1 AND id = $2 AND id <> $3 \
+                 UNION SELECT pool_id FROM pool_offers WHERE tenant_id = $1 AND pool_id = $2"
+            }
         };
-        let unnamed = format!(
-            "SELECT id FROM {live} tenant_id = $1 AND id = $2 AND id <> $3 AND NOT EXISTS \
-             (SELECT 1 FROM fleet_names f WHERE f.kind = $4 AND f.object_id = $2)"
-        );
-        if super::db::exists(tx, &unnamed, &[tenant, name, id, kind.as_str()]).await? {
+        if super::db::exists(tx, by_id, &[tenant, name, id]).await? {
             other = Some(name.to_owned());
         }
     }
     if let Some(other) = other {
-        return Err(ApiError::with(
-            Code::Conflict,
-            format!("{kind} name {name:?} is taken by {kind} {other}"),
-            json!({ "object": format!("{kind} {name}"), "usedBy": other }),
-        ));
+        return Err(taken_by(other, name));
     }
     sqlx::query(
         "INSERT INTO fleet_names (tenant_id, kind, object_id, name) VALUES ($1, $2, $3, $4) \
