@@ -424,7 +424,8 @@ async fn run(
                 i.if_revision,
                 row.revision,
             )?;
-            template_flavor(tx, &row.pool_id, &i.flavor_id).await?;
+            // The template's pool may be another tenant's: lock the flavor, as a create does.
+            template_flavor(tx, &row.pool_id, &i.flavor_id, true).await?;
             sqlx::query("UPDATE sandbox_templates SET flavor_id = $1, image_id = $2, env = $3, network = $4, warm = $5, revision = revision + 1 WHERE id = $6")
                 .bind(&i.flavor_id)
                 .bind(&i.image_id)
@@ -1004,9 +1005,10 @@ async fn lock_row(tx: &mut Tx, table: &str, id: &str, mode: &str) -> Result<(), 
     Ok(())
 }
 
-/// The pool a template of `tenant` may use: its own, or one offered to it.
-async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), ApiError> {
-    lock_row(tx, "pools", pool_id, "SHARE").await?;
+/// The pool a template of `tenant` may use: its own, or one offered to it; answers whether it
+/// is another tenant's. Only then are its rows locked ([`lock_row`]): the tenant's own pool and
+/// flavors change only under the tenant lock this call holds.
+async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<bool, ApiError> {
     let own = load_pools(
         tx,
         "id = $1 AND tenant_id = $2 AND archived = 0",
@@ -1015,8 +1017,9 @@ async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), A
     )
     .await?;
     if !own.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
+    lock_row(tx, "pools", pool_id, "SHARE").await?;
     if super::db::exists(
         tx,
         "SELECT pool_id FROM pool_offers WHERE pool_id = $1 AND tenant_id = $2",
@@ -1024,13 +1027,22 @@ async fn template_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), A
     )
     .await?
     {
-        return Ok(());
+        return Ok(true);
     }
     Err(ApiError::not_found("pool", pool_id))
 }
 
-async fn template_flavor(tx: &mut Tx, pool_id: &str, flavor_id: &str) -> Result<(), ApiError> {
-    lock_row(tx, "flavors", flavor_id, "SHARE").await?;
+/// The flavor a template may use: one of its pool's. `shared`: the pool is another tenant's,
+/// so the flavor's row is locked against its owner's delete.
+async fn template_flavor(
+    tx: &mut Tx,
+    pool_id: &str,
+    flavor_id: &str,
+    shared: bool,
+) -> Result<(), ApiError> {
+    if shared {
+        lock_row(tx, "flavors", flavor_id, "SHARE").await?;
+    }
     if load_flavors(
         tx,
         "id = $1 AND pool_id = $2",
@@ -1053,8 +1065,8 @@ async fn template_create(
     check_name("name", &i.name)?;
     non_empty("imageId", &i.image_id)?;
     check_template_fields(i.env.as_ref(), i.warm.as_ref())?;
-    template_pool(tx, &i.tenant_id, &i.pool_id).await?;
-    template_flavor(tx, &i.pool_id, &i.flavor_id).await?;
+    let shared = template_pool(tx, &i.tenant_id, &i.pool_id).await?;
+    template_flavor(tx, &i.pool_id, &i.flavor_id, shared).await?;
     let id = create_id(
         (Kind::SandboxTemplate, "tpl"),
         caller,
