@@ -144,13 +144,7 @@ async fn drift_is_published_once_and_converges(db: Db) {
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
-    let pool = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
-        .unwrap()["id"]
-        .clone();
+    let pool = server_support::exported(&export, "pool", "vps-fra")["id"].clone();
     fleet
         .ok(
             "pool.offer",

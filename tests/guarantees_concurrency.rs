@@ -397,13 +397,7 @@ async fn a_template_racing_an_unoffer_never_outlives_the_offer(db: Db) {
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": "owner" }))
         .await;
-    let pool = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "pool" && o["name"] == "p")
-        .unwrap()["id"]
-        .clone();
+    let pool = server_support::exported(&export, "pool", "p")["id"].clone();
     let unoffer = {
         let fleet = fleet.clone();
         let doc = doc(false, 0);

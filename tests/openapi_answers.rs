@@ -284,13 +284,7 @@ async fn every_answer_matches_its_schema(db: Db) {
     a.call("fleet.status", globex.clone()).await;
     a.call("fleet.check", globex.clone()).await;
     let export = a.call("fleet.export", globex.clone()).await;
-    let vps = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
-        .expect("pool vps-fra")
-        .clone();
+    let vps = server_support::exported(&export, "pool", "vps-fra").clone();
     let edited = a
         .call(
             "pool.update",

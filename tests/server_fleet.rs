@@ -1257,13 +1257,7 @@ async fn modules_switched_off_keep_what_their_rows_use(db: Db) {
         .unwrap_err();
     assert_eq!(refused.code, "PLAN_BLOCKED", "{refused:?}");
     // Archived by hand, the pool is refused too (the check no longer depends on the module).
-    let pool = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
-        .unwrap()
-        .clone();
+    let pool = server_support::exported(&export, "pool", "vps-fra").clone();
     let by_hand = fleet
         .call_as(
             &key,
@@ -1440,13 +1434,7 @@ async fn a_fleet_name_is_not_an_unnamed_objects_id(db: Db) {
         .await;
     assert_eq!(taken.details["usedBy"], site.as_str(), "{taken:?}");
     let pool = unnamed("pool");
-    let fra = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "site" && o["name"] == "fra")
-        .unwrap()["id"]
-        .clone();
+    let fra = server_support::exported(&export, "site", "fra")["id"].clone();
     fleet
         .fails(
             "pool.create",
@@ -1456,12 +1444,7 @@ async fn a_fleet_name_is_not_an_unnamed_objects_id(db: Db) {
         .await;
     // Nor the id of an object fleet did name (documents name objects by id too), nor, for
     // acme, the id of root's pool offered to it (acme's templates name that pool by it).
-    let vps_fra = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
-        .unwrap()["id"]
+    let vps_fra = server_support::exported(&export, "pool", "vps-fra")["id"]
         .as_str()
         .unwrap()
         .to_string();

@@ -260,13 +260,7 @@ pub async fn edit_pool(fleet: &Fleet, tenant: &str, budget: f64) {
     let export = fleet
         .ok("fleet.export", json!({ "tenantId": tenant }))
         .await;
-    let pool = export["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "pool" && o["name"] == "vps-fra")
-        .expect("pool vps-fra")
-        .clone();
+    let pool = crate::server_support::exported(&export, "pool", "vps-fra").clone();
     fleet
         .ok(
             "pool.update",

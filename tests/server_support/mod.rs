@@ -270,3 +270,13 @@ macro_rules! both {
         }
     };
 }
+
+/// The entry of an export's `objects` for `kind` and plan `name` (its id, revision, ...).
+pub fn exported<'a>(export: &'a Value, kind: &str, name: &str) -> &'a Value {
+    export["objects"]
+        .as_array()
+        .expect("an export's objects")
+        .iter()
+        .find(|o| o["kind"] == kind && o["name"] == name)
+        .unwrap_or_else(|| panic!("the export has no {kind} {name}"))
+}
