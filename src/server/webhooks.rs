@@ -389,10 +389,10 @@ impl Reconciler for Deliver {
         state: &'a AppState,
         key: &'a str,
         _attempt: u32,
-        _lease: &'a Lease,
+        lease: &'a Lease,
     ) -> BoxFut<'a, Outcome> {
         Box::pin(async move {
-            match deliver(state, key).await {
+            match deliver(state, key, lease).await {
                 Ok(outcome) => outcome,
                 Err(err) => Outcome::Retry(format!("database: {err}")),
             }
@@ -417,8 +417,20 @@ enum Verdict {
     Failed,
 }
 
-async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::Error> {
+/// One attempt of the delivery, its record committed only while `lease` holds the delivery's
+/// key (as the drift check's): a worker paused past its lease must not write its attempt and
+/// the delivery's status over the next holder's. Its POST may still have gone out: delivery
+/// is at least once, and receivers drop a repeated `webhook-id`.
+async fn deliver(
+    state: &AppState,
+    delivery_id: &str,
+    lease: &Lease,
+) -> Result<Outcome, sqlx::Error> {
     let mut conn = state.db.pool.acquire().await?;
+    // Not ours any more: the holder attempts it (a POST fewer, not a guarantee: see the fence).
+    if !lease.hold(&mut conn, state.db.backend).await? {
+        return Ok(Outcome::Done);
+    }
     let Some(d) = sqlx::query(
         "SELECT status, attempts, webhook_id, event_id, created_at FROM webhook_deliveries WHERE id = $1",
     )
@@ -486,6 +498,11 @@ async fn deliver(state: &AppState, delivery_id: &str) -> Result<Outcome, sqlx::E
 
     let now = now_ms();
     let mut tx = state.db.write_tx().await?;
+    if !lease.hold(&mut tx, state.db.backend).await? {
+        tracing::warn!(delivery = %delivery_id, attempt, "webhook attempt not recorded: its lease ran out and another worker holds the delivery");
+        tx.rollback().await?;
+        return Ok(Outcome::Done);
+    }
     // Only while the delivery exists: its webhook may have been deleted (with its log) while
     // the attempt was in flight, and its record would be left behind.
     let recorded = sqlx::query(
@@ -1225,6 +1242,142 @@ pub async fn redeliver(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::iam;
+    use crate::server::reconciler::tests::test_state;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one HTTP request whole (headers, then `content-length` bytes of body).
+    async fn read_request(stream: &mut tokio::net::TcpStream) {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + length || n == 0 {
+                    return;
+                }
+            } else if n == 0 {
+                return;
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_attempt_that_outlived_its_lease_records_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = test_state(dir.path(), vec![Arc::new(Deliver)]).await;
+        let mut config = (*state.config).clone();
+        config.webhook_allow_private = true;
+        state.config = Arc::new(config);
+        iam::bootstrap(&state.db).await.unwrap();
+
+        // A receiver that answers 200; while the first POST is in flight, another worker
+        // takes the delivery's key (this one was paused past its lease).
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let posts = Arc::new(AtomicUsize::new(0));
+        let (pool, seen) = (state.db.pool.clone(), posts.clone());
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                read_request(&mut stream).await;
+                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                    sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_next.0' WHERE reconciler = $1")
+                        .bind(DELIVER)
+                        .execute(&pool)
+                        .await
+                        .unwrap();
+                }
+                let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                stream.write_all(ok.as_bytes()).await.unwrap();
+            }
+        });
+
+        let mut tx = state.db.write_tx().await.unwrap();
+        sqlx::query(
+            "INSERT INTO webhooks (id, tenant_id, url, events, secret, revision, created_at) \
+             VALUES ('wh_fence', 'root', $1, '[\"*\"]', $2, 1, 0)",
+        )
+        .bind(&url)
+        .bind(new_secret())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        let event = events::publish(
+            &mut tx,
+            "root",
+            "fleet.drifted",
+            "root",
+            &serde_json::json!({}),
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let delivery: String = sqlx::query("SELECT id FROM webhook_deliveries WHERE event_id = $1")
+            .bind(&event)
+            .fetch_one(&state.db.pool)
+            .await
+            .unwrap()
+            .get(0);
+        sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_paused.0' WHERE key = $1")
+            .bind(&delivery)
+            .execute(&state.db.pool)
+            .await
+            .unwrap();
+        let lease = |holder: &str| Lease {
+            reconciler: DELIVER.into(),
+            key: delivery.clone(),
+            holder: holder.into(),
+        };
+        let written = || async {
+            let row = sqlx::query(
+                "SELECT d.status, d.attempts, (SELECT COUNT(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) \
+                 FROM webhook_deliveries d WHERE d.id = $1",
+            )
+            .bind(&delivery)
+            .fetch_one(&state.db.pool)
+            .await
+            .unwrap();
+            (
+                row.get::<String, _>(0),
+                row.get::<i64, _>(1),
+                row.get::<i64, _>(2),
+            )
+        };
+
+        // The paused worker's POST went out, and its lease ran out meanwhile: nothing written.
+        let late = deliver(&state, &delivery, &lease("wrk_paused.0"))
+            .await
+            .unwrap();
+        assert!(matches!(late, Outcome::Done));
+        assert_eq!(posts.load(Ordering::SeqCst), 1);
+        assert_eq!(written().await, ("pending".to_string(), 0, 0));
+
+        // Run again with the lost lease: no POST at all.
+        deliver(&state, &delivery, &lease("wrk_paused.0"))
+            .await
+            .unwrap();
+        assert_eq!(posts.load(Ordering::SeqCst), 1);
+
+        // The holder's attempt is the one recorded.
+        deliver(&state, &delivery, &lease("wrk_next.0"))
+            .await
+            .unwrap();
+        assert_eq!(posts.load(Ordering::SeqCst), 2);
+        assert_eq!(written().await, ("succeeded".to_string(), 1, 1));
+    }
 
     #[test]
     fn addresses() {
