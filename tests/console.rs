@@ -938,6 +938,82 @@ async fn the_tabs_follow_the_arrow_keys() {
     browser.close().await;
 }
 
+/// A page left open follows the drift: a check made elsewhere (the reconciler's, the CLI's)
+/// shows in it without a click, its events too, and the focus stays where it was.
+#[tokio::test]
+async fn a_page_left_open_follows_the_drift() {
+    let (server, admin, _keys) = demo_server("console-poll-key");
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    ok(
+        &server,
+        &admin,
+        "fleet.apply",
+        json!({ "tenantId": "root", "config": export["config"], "prune": false }),
+    )
+    .await;
+    ok(
+        &server,
+        &admin,
+        "fleet.check",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    wait_for(&browser, "#api-key").await;
+    // This tab re-reads every half second (30 s by default), from its next load on.
+    browser
+        .execute(
+            "sessionStorage.setItem('better-compute.statusEveryMs', '500');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser.refresh().await.unwrap();
+    watch_console(&browser).await;
+    let input = wait_for(&browser, "#api-key").await;
+    input.send_keys(&admin).await.unwrap();
+    click(&browser, "#sign-in").await;
+    wait_for(&browser, "#in-sync").await;
+    browser
+        .execute("document.getElementById('refresh-events').focus();", vec![])
+        .await
+        .unwrap();
+
+    hand_edit_policy(&server, &admin, 0.42).await;
+    ok(
+        &server,
+        &admin,
+        "fleet.check",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let drift = wait_text(&browser, "#drift-changes", |t| t.contains("vps-fra")).await;
+    assert!(drift.contains("policy"), "{drift}");
+    wait_text(&browser, "#timeline", |t| t.contains("fleet.drifted")).await;
+    expect_focus(&browser, "refresh-events").await;
+    // A quiet re-read shows no loading state: the card is never busy, nor "Checking…".
+    let busy = browser
+        .execute(
+            "return document.querySelector('[aria-labelledby=drift-title]').getAttribute('aria-busy');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(busy, json!("false"));
+
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
 /// A session whose key the server refuses (kept in the tab from before) gets the refusal page:
 /// its button has the focus, and there is no tenant to pick; the button leads back to sign-in.
 #[tokio::test]

@@ -37,6 +37,7 @@ enum Page {
 pub fn App() -> impl IntoView {
     let console = Console::restore();
     provide_context(console);
+    console.poll();
     let tab = RwSignal::new(Tab::Drift);
     provide_context(tab);
 

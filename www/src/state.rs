@@ -13,6 +13,9 @@ type Answer<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
 
 const KEY_ITEM: &str = "better-compute.apiKey";
 const TENANT_ITEM: &str = "better-compute.tenant";
+const EVERY_ITEM: &str = "better-compute.statusEveryMs";
+/// How often [`Console::poll`] re-reads the status, in milliseconds.
+const EVERY_MS: u64 = 30_000;
 
 /// Something fetched: the last value (kept while refreshing, so the layout does not jump),
 /// whether a request is in flight, and the last error.
@@ -58,6 +61,8 @@ pub struct Console {
     /// The key was refused (not an administrator's, or unknown).
     pub refused: RwSignal<Option<ApiError>>,
     generation: StoredValue<u64>,
+    /// Requests asked (not quiet re-reads): a quiet answer is dropped when one was asked since.
+    asked: StoredValue<u64>,
 }
 
 fn session_storage() -> Option<web_sys::Storage> {
@@ -84,6 +89,7 @@ impl Console {
             check_available: RwSignal::new(true),
             refused: RwSignal::new(None),
             generation: StoredValue::new(0),
+            asked: StoredValue::new(0),
         }
     }
 
@@ -137,7 +143,18 @@ impl Console {
     /// request with the whole HTTP exchange inlined (the .wasm is smaller).
     fn load<T, F>(self, target: RwSignal<Load<T>>, fetch: F)
     where
-        T: Send + Sync + 'static,
+        T: PartialEq + Send + Sync + 'static,
+        F: FnOnce(String, String) -> Answer<T> + 'static,
+    {
+        self.fetch_into(target, fetch, false);
+    }
+
+    /// [`Self::load`], or, `quiet`, a re-read nobody asked for: no loading state (no "Checking…",
+    /// no busy card), and the view is touched only when the answer differs from what it shows
+    /// (an open "Show all" or a focused button in it stays as it is).
+    fn fetch_into<T, F>(self, target: RwSignal<Load<T>>, fetch: F, quiet: bool)
+    where
+        T: PartialEq + Send + Sync + 'static,
         F: FnOnce(String, String) -> Answer<T> + 'static,
     {
         let Some(key) = self.key.get_untracked() else {
@@ -145,28 +162,95 @@ impl Console {
         };
         let tenant = self.tenant.get_untracked();
         let generation = self.generation.get_value();
-        target.update(|load| load.loading = true);
+        if !quiet {
+            self.asked.update_value(|n| *n += 1);
+            target.update(|load| load.loading = true);
+        }
+        let asked = self.asked.get_value();
         spawn_local(async move {
             let answer = fetch(key, tenant).await;
             if self.generation.try_get_value() != Some(generation) {
                 return;
             }
-            target.update(|load| {
-                load.loading = false;
-                match answer {
+            // A quiet read is older than any request asked since it started: dropped.
+            if quiet && self.asked.try_get_value() != Some(asked) {
+                return;
+            }
+            target.maybe_update(|load| {
+                let changed = match answer {
                     Ok(value) => {
+                        let changed = load.value.as_ref() != Some(&value) || load.error.is_some();
                         load.value = Some(value);
                         load.error = None;
+                        changed
                     }
                     Err(error) => {
                         if error.is_refusal() {
                             self.refused.set(Some(error.clone()));
                         }
+                        let changed = load.error.as_ref() != Some(&error);
                         load.error = Some(error);
+                        changed
                     }
+                };
+                if quiet {
+                    return changed;
                 }
+                load.loading = false;
+                true
             });
         });
+    }
+
+    /// Re-reads the status and the events every 30 s (sessionStorage
+    /// `better-compute.statusEveryMs` overrides it, for tests) while the page is visible and
+    /// signed in, quietly: the reconciler checks the fleet on its own schedule, and a page left
+    /// open should show the drift it found without a click. A read still on its way is not
+    /// asked again.
+    pub fn poll(self) {
+        let every = session_storage()
+            .and_then(|s| s.get_item(EVERY_ITEM).ok().flatten())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(EVERY_MS);
+        let polling = StoredValue::new(false);
+        set_interval(
+            move || {
+                let hidden = web_sys::window()
+                    .and_then(|w| w.document())
+                    .is_none_or(|d| d.hidden());
+                let away = self.key.with_untracked(Option::is_none)
+                    || self.refused.with_untracked(Option::is_some);
+                if hidden || away || polling.get_value() {
+                    return;
+                }
+                if !self.status.with_untracked(|s| s.loading) {
+                    self.fetch_into(
+                        self.status,
+                        move |key, tenant| {
+                            Box::pin(async move {
+                                polling.set_value(true);
+                                let answer = api::fleet_status(&key, &tenant).await;
+                                polling.set_value(false);
+                                answer
+                            })
+                        },
+                        true,
+                    );
+                }
+                if self.events_available.get_untracked()
+                    && !self.events.with_untracked(|e| e.loading)
+                {
+                    self.fetch_into(
+                        self.events,
+                        |key, tenant| {
+                            Box::pin(async move { api::fleet_events(&key, &tenant).await })
+                        },
+                        true,
+                    );
+                }
+            },
+            std::time::Duration::from_millis(every),
+        );
     }
 
     /// `tenant.list`.
