@@ -22,6 +22,9 @@ pub const DEFAULT_RATE: f64 = 1000.0;
 pub const DEFAULT_BURST: f64 = 2000.0;
 /// Buckets kept before idle ones are forgotten (random key ids cannot grow memory forever).
 const MAX_BUCKETS: usize = 10_000;
+/// The bucket of new key ids while every kept bucket owes tokens (no key id is empty: the
+/// header's `bc_<id>_` reading gives at least the empty string, which this is not).
+const OVERFLOW: &str = "\u{0}overflow";
 
 /// The buckets of every key, or nothing when limits are off.
 #[derive(Debug)]
@@ -55,18 +58,25 @@ impl Limiter {
 
     /// Takes one token of `key`'s bucket, or answers how long until one is there.
     pub fn take(&self, key: &str) -> Result<(), Duration> {
+        self.take_at(key, Instant::now())
+    }
+
+    /// [`Self::take`] at `now` (tests pass their own clock: timing a busy machine is noise).
+    fn take_at(&self, key: &str, now: Instant) -> Result<(), Duration> {
         let Some((rate, burst)) = self.limits else {
             return Ok(());
         };
-        let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut key = key;
         if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(key) {
             // Forget the buckets that refilled completely: they hold no debt.
             buckets.retain(|_, (tokens, at)| {
                 *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
             });
+            // Every bucket still owes: a new id shares one overflow bucket. Forgetting owing
+            // buckets would let anyone clear every key's debt with made-up key ids.
             if buckets.len() >= MAX_BUCKETS {
-                buckets.clear();
+                key = OVERFLOW;
             }
         }
         let (tokens, at) = buckets.entry(key.to_string()).or_insert((burst, now));
@@ -142,15 +152,16 @@ mod tests {
     #[test]
     fn a_bucket_allows_its_burst_then_refuses_then_refills() {
         let limiter = Limiter::new(Some((1000.0, 3.0)));
+        let start = Instant::now();
         for _ in 0..3 {
-            assert!(limiter.take("a").is_ok());
+            assert!(limiter.take_at("a", start).is_ok());
         }
-        let wait = limiter.take("a").unwrap_err();
-        assert!(wait <= Duration::from_millis(2), "{wait:?}");
+        let wait = limiter.take_at("a", start).unwrap_err();
+        assert_eq!(wait, Duration::from_millis(1));
         // Another key has its own bucket.
-        assert!(limiter.take("b").is_ok());
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(limiter.take("a").is_ok());
+        assert!(limiter.take_at("b", start).is_ok());
+        assert!(limiter.take_at("a", start + Duration::from_millis(1)).is_ok());
+        assert!(limiter.take_at("a", start + Duration::from_millis(1)).is_err());
     }
 
     #[test]
@@ -180,11 +191,27 @@ mod tests {
     }
 
     #[test]
+    fn made_up_key_ids_do_not_clear_a_key_s_debt() {
+        let limiter = Limiter::new(Some((1.0, 2.0)));
+        let now = Instant::now();
+        assert!(limiter.take_at("real", now).is_ok());
+        assert!(limiter.take_at("real", now).is_ok());
+        assert!(limiter.take_at("real", now).is_err());
+        for i in 0..(MAX_BUCKETS + 50) {
+            let _ = limiter.take_at(&format!("junk{i}"), now);
+            let _ = limiter.take_at(&format!("junk{i}"), now);
+        }
+        let real = limiter.take_at("real", now);
+        assert!(real.is_err(), "the real key's bucket was forgiven");
+        assert!(limiter.buckets.lock().unwrap().len() <= MAX_BUCKETS + 1);
+    }
+
+    #[test]
     fn random_key_ids_cannot_grow_memory_forever() {
         let limiter = Limiter::new(Some((1.0, 1.0)));
         for i in 0..(MAX_BUCKETS * 2) {
             let _ = limiter.take(&i.to_string());
         }
-        assert!(limiter.buckets.lock().unwrap().len() <= MAX_BUCKETS);
+        assert!(limiter.buckets.lock().unwrap().len() <= MAX_BUCKETS + 1);
     }
 }
