@@ -350,6 +350,71 @@ async fn iam_keys_grants_and_refusals(db: Db) {
 }
 both!(iam, iam_keys_grants_and_refusals);
 
+/// A refusal's audit row goes where someone can read it, and holds no text of any size: a
+/// malformed tenant id is INVALID_INPUT (no row), and a refusal naming a tenant that does not
+/// exist is logged in the caller's own tenant, naming the tenant asked for.
+async fn refusals_are_audited_where_they_can_be_read(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    fleet.ok("tenant.create", json!({ "id": "globex" })).await;
+    let (sa, nothing) = fleet.service_account("globex", "nothing", &[]).await;
+    let rows = |tenant: &str| {
+        let (fleet, sa) = (&fleet, sa.clone());
+        let tenant = tenant.to_owned();
+        async move {
+            let audit = fleet
+                .ok("audit.list", json!({ "tenantId": tenant, "limit": 1000 }))
+                .await;
+            audit["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["principalId"] == sa.as_str() && r["outcome"] == "forbidden")
+                .cloned()
+                .collect::<Vec<Value>>()
+        }
+    };
+
+    let long = "x".repeat(100_000);
+    let bad = fleet
+        .fails_as(
+            &nothing,
+            "site.list",
+            json!({ "tenantId": long }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(bad.details["path"], "tenantId");
+    assert!(rows("globex").await.is_empty());
+
+    fleet
+        .fails_as(
+            &nothing,
+            "site.list",
+            json!({ "tenantId": "nosuch" }),
+            "FORBIDDEN",
+        )
+        .await;
+    let logged = rows("globex").await;
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0]["details"]["tenantId"], "nosuch");
+    assert_eq!(logged[0]["method"], "site.list");
+
+    // A tenant that exists keeps its refusals in its own log.
+    fleet
+        .fails_as(
+            &nothing,
+            "site.list",
+            json!({ "tenantId": "acme" }),
+            "FORBIDDEN",
+        )
+        .await;
+    assert_eq!(rows("acme").await.len(), 1);
+    assert_eq!(rows("globex").await.len(), 1);
+}
+
+both!(refusal_audit, refusals_are_audited_where_they_can_be_read);
+
 async fn error_envelopes(db: Db) {
     let fleet = Fleet::start(db, &[]).await;
     let bad = fleet

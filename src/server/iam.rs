@@ -81,16 +81,28 @@ impl Caller {
         if self.allows(permission, scope) {
             return Ok(());
         }
+        // A refusal is audited under the tenant it names, so the name must be one (else any
+        // caller could store rows of any size), and the tenant must exist (else nobody could
+        // read the row): a refusal naming an unknown tenant goes to the caller's own log.
+        check_name("tenantId", tenant_id)?;
         let details = json!({ "method": method, "permission": permission, "scope": scope });
         let mut conn = state.db.pool.acquire().await?;
+        let (logged_in, logged) = match tenant_exists(&mut conn, tenant_id).await? {
+            true => (tenant_id, details.clone()),
+            false => {
+                let mut asked = details.clone();
+                asked["tenantId"] = json!(tenant_id);
+                (self.tenant_id.as_str(), asked)
+            }
+        };
         audit(
             &mut conn,
             self,
-            tenant_id,
+            logged_in,
             method,
             "forbidden",
             None,
-            details.clone(),
+            logged,
         )
         .await?;
         Err(ApiError::with(

@@ -160,8 +160,16 @@ mod tests {
         assert_eq!(wait, Duration::from_millis(1));
         // Another key has its own bucket.
         assert!(limiter.take_at("b", start).is_ok());
-        assert!(limiter.take_at("a", start + Duration::from_millis(1)).is_ok());
-        assert!(limiter.take_at("a", start + Duration::from_millis(1)).is_err());
+        assert!(
+            limiter
+                .take_at("a", start + Duration::from_millis(1))
+                .is_ok()
+        );
+        assert!(
+            limiter
+                .take_at("a", start + Duration::from_millis(1))
+                .is_err()
+        );
     }
 
     #[test]
