@@ -569,7 +569,7 @@ async fn integral_floats_are_integers(db: Db) {
         let refused = fleet.fails("flavor.update", input, "INVALID_INPUT").await;
         assert_eq!(refused.details["path"], field, "{field} {value}");
     }
-    // A quota maximum is stored as a signed 64-bit integer, as the schema states.
+    // A quota maximum is at most 2^53 - 1, as the schema states.
     let refused = fleet
         .fails(
             "pool.offer",
@@ -588,7 +588,7 @@ async fn integral_floats_are_integers(db: Db) {
     assert_eq!(refused.details["path"], "limit");
 
     // Below i64::MIN a literal is read as a float that rounds to exactly -2^63: refused, in a
-    // call and in a document, while the literal -9223372036854775808 is i64::MIN itself.
+    // call and in a document.
     let offer = |priority: &str| {
         format!(
             r#"{{"tenantId":"root","poolId":"{pool}","tenant":"acme","quota":{{}},"priority":{priority}}}"#
@@ -618,12 +618,60 @@ async fn integral_floats_are_integers(db: Db) {
             "{priority}: {refused:?}"
         );
     }
-    let lowest = raw(&fleet, "pool.offer", offer("-9223372036854775808"))
+    // i64::MIN itself is past the document's bound, 2^53 - 1, which is the lowest priority.
+    let refused = raw(&fleet, "pool.offer", offer("-9223372036854775808"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.details["path"], "priority", "{refused:?}");
+    let lowest = raw(&fleet, "pool.offer", offer("-9007199254740991.0"))
         .await
         .unwrap();
-    assert_eq!(lowest["offers"][0]["priority"], json!(i64::MIN), "{lowest}");
+    assert_eq!(
+        lowest["offers"][0]["priority"],
+        json!(-9_007_199_254_740_991_i64),
+        "{lowest}"
+    );
 }
 both!(integral_floats, integral_floats_are_integers);
+
+/// Quota maxima and priorities stay within 2^53 - 1, as the document's do: past it the
+/// planHash (RFC 8785, numbers as doubles) could not tell two plans apart.
+async fn integers_stay_within_i_json(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    fleet.ok("tenant.create", json!({ "id": "acme" })).await;
+    let (_, pool) = site_and_pool(&fleet, "root").await;
+    let (exact, past) = (9_007_199_254_740_991_u64, 9_007_199_254_740_992_u64);
+    let quota =
+        |max: u64| json!({ "tenantId": "root", "poolId": pool, "resource": "ram", "max": max });
+    let bad = fleet
+        .fails("pool.setOwnerQuota", quota(past), "INVALID_INPUT")
+        .await;
+    assert_eq!(bad.details["path"], "max");
+    assert!(
+        bad.message.contains("from 0 to 9007199254740991"),
+        "{}",
+        bad.message
+    );
+    fleet.ok("pool.setOwnerQuota", quota(exact)).await;
+
+    let offer = |quota: u64, priority: i64| {
+        json!({ "tenantId": "root", "poolId": pool, "tenant": "acme",
+                "quota": { "vcpu": quota }, "priority": priority })
+    };
+    let bad = fleet
+        .fails("pool.offer", offer(past, 1), "INVALID_INPUT")
+        .await;
+    assert_eq!(bad.details["path"], "quota.vcpu");
+    for priority in [exact as i64 + 1, -(exact as i64) - 1] {
+        let bad = fleet
+            .fails("pool.offer", offer(1, priority), "INVALID_INPUT")
+            .await;
+        assert_eq!(bad.details["path"], "priority", "{priority}");
+    }
+    fleet.ok("pool.offer", offer(exact, -(exact as i64))).await;
+}
+
+both!(i_json_integers, integers_stay_within_i_json);
 
 /// `POST /api/<method>` with `body` as it is, as the administrator.
 async fn raw(fleet: &Fleet, method: &str, body: String) -> Result<Value, Failure> {
@@ -780,7 +828,13 @@ async fn openapi_is_generated_from_the_method_table() {
     );
     let offer = &doc["paths"]["/api/pool.offer"]["post"]["requestBody"]["content"]["application/json"]
         ["schema"];
-    assert_eq!(offer["properties"]["priority"]["maximum"], json!(i64::MAX));
+    // Integers within I-JSON's exact range: the planHash could not tell larger ones apart.
+    let exact = json!(planner::validate::MAX_INTEGER);
+    assert_eq!(offer["properties"]["priority"]["maximum"], exact);
+    assert_eq!(
+        offer["properties"]["priority"]["minimum"],
+        json!(planner::validate::MIN_INTEGER)
+    );
     let input = |method: &str| {
         doc["paths"][format!("/api/{method}")]["post"]["requestBody"]["content"]["application/json"]
             ["schema"]
@@ -798,9 +852,12 @@ async fn openapi_is_generated_from_the_method_table() {
     let grant = input("grant.create");
     assert_eq!(grant["properties"]["permission"]["minLength"], 1);
     assert_eq!(
-        offer["properties"]["quota"]["additionalProperties"]["maximum"],
-        json!(i64::MAX),
-        "quota maxima are stored as i64"
+        offer["properties"]["quota"]["additionalProperties"]["maximum"], exact,
+        "quota maxima are within 2^53 - 1"
+    );
+    assert_eq!(
+        input("pool.setOwnerQuota")["properties"]["max"]["maximum"],
+        exact
     );
     assert_eq!(
         input("site.create")["properties"]["idempotencyKey"]["maxLength"],

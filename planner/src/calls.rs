@@ -272,6 +272,7 @@ pub struct PoolOffer {
     pub quota: BTreeMap<String, u64>,
     /// Priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = crate::validate::MIN_INTEGER, max = crate::validate::MAX_INTEGER))]
     pub priority: Option<i64>,
     /// The offer's revision when it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -144,6 +144,7 @@ pub struct Offer {
     pub quota: BTreeMap<String, u64>,
     /// Higher is scheduled first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = crate::validate::MIN_INTEGER, max = crate::validate::MAX_INTEGER))]
     pub priority: Option<i64>,
 }
 

@@ -44,8 +44,17 @@ fn first_path(problems: &[Problem]) -> &str {
 /// The most items a list may hold (a pool's offers included).
 pub const MAX_ITEMS: usize = 1000;
 
-/// The largest quota maximum: the server stores quotas as signed 64-bit integers.
-pub const MAX_QUOTA: u64 = i64::MAX as u64;
+/// The largest integer a document holds, either sign: 2^53 - 1, I-JSON's exact range
+/// (RFC 7493). Past it a double cannot tell every integer apart, and the planHash's RFC 8785
+/// form, which any JCS implementation must reproduce, writes numbers as doubles: two plans
+/// differing only in such a value would have one planHash.
+pub const MAX_INTEGER: u64 = (1 << 53) - 1;
+
+/// The largest quota maximum ([`MAX_INTEGER`]).
+pub const MAX_QUOTA: u64 = MAX_INTEGER;
+
+/// The smallest integer (a priority) a document holds: `-MAX_INTEGER`.
+pub const MIN_INTEGER: i64 = -(MAX_INTEGER as i64);
 
 /// The most characters (Unicode scalar values, as JSON Schema's `maxLength` counts them) a
 /// free text holds: a site's `region`, a provider account's `provider`, a pool's `gpuModel`, a
@@ -583,7 +592,7 @@ impl Walker {
             K::Network => choices(&NETWORKS, got),
             K::U32(min) => format!("must be an integer from {min} to {}, not {got}", u32::MAX),
             K::Max => format!("must be an integer from 0 to {MAX_QUOTA}, not {got}"),
-            K::Int => format!("must be an integer, not {got}"),
+            K::Int => format!("must be an integer from {MIN_INTEGER} to {MAX_INTEGER}, not {got}"),
             K::Budget => format!("must be a number from 0 to 1, not {got}"),
             K::Quota | K::Config => format!("must be an object, not {got}"),
             K::Policy => format!("a policy must be an object, not {got}"),
@@ -666,17 +675,15 @@ impl Walker {
                     Num::I(_) | Num::U(_) => true,
                 };
                 match value {
-                    Some(i) => Parsed::I(i),
+                    Some(i) if i.unsigned_abs() <= MAX_INTEGER => Parsed::I(i),
                     // Its digits may be rounded: say what is wrong without printing them.
-                    None if integral => {
+                    _ if integral => {
                         self.report(format!(
-                            "must be an integer from {} to {}; this number is out of range",
-                            i64::MIN,
-                            i64::MAX
+                            "must be an integer from {MIN_INTEGER} to {MAX_INTEGER}; this number is out of range"
                         ));
                         Parsed::Bad
                     }
-                    None => self.wrong(kind, &n.to_string()),
+                    _ => self.wrong(kind, &n.to_string()),
                 }
             }
             K::Budget if (0.0..=1.0).contains(&n.as_f64()) => Parsed::F(n.as_f64()),

@@ -98,10 +98,11 @@ fn schema<T: schemars::JsonSchema>() -> Value {
     schema
 }
 
-/// Quota maxima are stored as signed 64-bit integers: at most `i64::MAX`.
+/// Quota maxima are at most the document's bound ([`planner::validate::MAX_QUOTA`], 2^53 - 1),
+/// which the derived schema of a bare `u64` does not state.
 fn stored_quota(mut schema: Value, pointer: &str) -> Value {
     if let Some(max) = schema.pointer_mut(pointer) {
-        max["maximum"] = json!(i64::MAX);
+        max["maximum"] = json!(planner::validate::MAX_QUOTA);
     }
     schema
 }

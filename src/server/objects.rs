@@ -272,6 +272,7 @@ async fn run(
                 check_resource(&path, k)?;
                 to_i64(&path, *v)?;
             }
+            check_priority(i.priority)?;
             bump_pool(tx, tenant, &i.pool_id).await?;
             if i.tenant == tenant {
                 return Err(ApiError::invalid(
@@ -592,16 +593,30 @@ fn check_entry_revision(
     }
 }
 
-/// A quota maximum as stored (a signed 64-bit column): at most `i64::MAX`, which the OpenAPI
-/// document states.
+/// A quota maximum as stored: at most the document's bound, 2^53 - 1 (past it the planHash
+/// could not tell two values apart), which the OpenAPI document states.
 fn to_i64(path: &str, v: u64) -> Result<i64, ApiError> {
-    i64::try_from(v).map_err(|_| {
-        ApiError::invalid(
+    use planner::validate::MAX_QUOTA;
+    match i64::try_from(v) {
+        Ok(max) if v <= MAX_QUOTA => Ok(max),
+        // Not the value itself: it may sit under a key that looks secret.
+        _ => Err(ApiError::invalid(
             path,
-            // Not the value itself: it may sit under a key that looks secret.
-            format!("must be an integer from 0 to {}", i64::MAX),
-        )
-    })
+            format!("must be an integer from 0 to {MAX_QUOTA}"),
+        )),
+    }
+}
+
+/// An offer's priority: within the document's bounds, ±(2^53 - 1).
+fn check_priority(priority: Option<i64>) -> Result<(), ApiError> {
+    use planner::validate::{MAX_INTEGER, MIN_INTEGER};
+    match priority {
+        Some(p) if p.unsigned_abs() > MAX_INTEGER => Err(ApiError::invalid(
+            "priority",
+            format!("must be an integer from {MIN_INTEGER} to {MAX_INTEGER}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The id of a create: derived from the caller and the idempotency key, or random.
