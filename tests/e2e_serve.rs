@@ -106,6 +106,11 @@ async fn serve_answers_health_and_serves_the_console() {
     assert!(!policy.contains("unsafe-inline"), "{policy}");
     assert_eq!(index.headers()["x-content-type-options"], "nosniff");
     assert_eq!(index.text().await.unwrap(), page);
+
+    // Logs to a pipe or a file are plain text: no colour codes for a log collector.
+    let logs = server.logs();
+    assert!(logs.contains("running migration"), "{logs}");
+    assert!(!logs.contains('\u{1b}'), "colour codes in {logs:?}");
 }
 
 #[test]

@@ -293,8 +293,12 @@ pub struct AppState {
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    // Colours only for a terminal: a log file or collector gets plain text (and `NO_COLOR`
+    // turns them off anywhere, as tracing-subscriber reads it).
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
         .with_writer(std::io::stderr);
     // Structured logs: one JSON object per line for log collectors, text for people.
     if std::env::var("BETTER_COMPUTE_LOG_FORMAT").as_deref() == Ok("json") {

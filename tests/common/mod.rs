@@ -205,6 +205,11 @@ impl Server {
         self.stdout.lock().unwrap().clone()
     }
 
+    /// What it logged on stderr so far.
+    pub fn logs(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
     /// Its working folder.
     pub fn workdir(&self) -> &Path {
         self.workdir.path()
