@@ -314,6 +314,21 @@ async fn hand_edit_policy(server: &Server, admin: &str, budget: f64) {
     .await;
 }
 
+/// Applies root's export as is (the demo's fleet becomes the applied document) and returns
+/// the applied config.
+async fn apply_export_as_is(server: &Server, admin: &str) -> Value {
+    let export = ok(server, admin, "fleet.export", json!({ "tenantId": "root" })).await;
+    let baseline = export["config"].clone();
+    ok(
+        server,
+        admin,
+        "fleet.apply",
+        json!({ "tenantId": "root", "config": baseline, "prune": false }),
+    )
+    .await;
+    baseline
+}
+
 /// A `--demo` server with the console, and its admin key (the folder holding the key file
 /// lives as long as the returned guard).
 fn demo_server(name: &str) -> (Server, String, TempDir) {
@@ -339,21 +354,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     let (server, admin, keys) = demo_server("console-key");
 
     // The baseline: the export applied as is; then a hand edit of a pool's policy.
-    let export = ok(
-        &server,
-        &admin,
-        "fleet.export",
-        json!({ "tenantId": "root" }),
-    )
-    .await;
-    let baseline = export["config"].clone();
-    ok(
-        &server,
-        &admin,
-        "fleet.apply",
-        json!({ "tenantId": "root", "config": baseline, "prune": false }),
-    )
-    .await;
+    let baseline = apply_export_as_is(&server, &admin).await;
     hand_edit_policy(&server, &admin, 0.35).await;
     let (status, _) = call(
         &server,
@@ -943,20 +944,7 @@ async fn the_tabs_follow_the_arrow_keys() {
 #[tokio::test]
 async fn a_page_left_open_follows_the_drift() {
     let (server, admin, _keys) = demo_server("console-poll-key");
-    let export = ok(
-        &server,
-        &admin,
-        "fleet.export",
-        json!({ "tenantId": "root" }),
-    )
-    .await;
-    ok(
-        &server,
-        &admin,
-        "fleet.apply",
-        json!({ "tenantId": "root", "config": export["config"], "prune": false }),
-    )
-    .await;
+    apply_export_as_is(&server, &admin).await;
     ok(
         &server,
         &admin,
