@@ -5,7 +5,7 @@ use planner::fleet::{Fleet, Modules};
 use planner::{Document, Plan, PlanOptions};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// What a run of the binary did.
 struct Run {
@@ -39,6 +39,16 @@ impl Sandbox {
     /// Runs `better-compute <args>` with `vars` as the only `BETTER_COMPUTE_*` variables
     /// and a HOME without a configuration file.
     fn run(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        self.run_with(args, vars, |_| {})
+    }
+
+    /// Like [`Sandbox::run`], letting `configure` change the command (its standard streams).
+    fn run_with(
+        &self,
+        args: &[&str],
+        vars: &[(&str, &str)],
+        configure: impl FnOnce(&mut Command),
+    ) -> Run {
         let mut command = Command::new(env!("CARGO_BIN_EXE_better-compute"));
         command.args(args).current_dir(self.dir.path());
         for (name, _) in std::env::vars() {
@@ -52,13 +62,23 @@ impl Sandbox {
         }
         command.env("HOME", self.dir.path());
         command.envs(vars.iter().copied());
-        let output = command.output().expect("running better-compute");
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        configure(&mut command);
+        let output = command
+            .spawn()
+            .and_then(|child| child.wait_with_output())
+            .expect("running better-compute");
         Run {
             code: output.status.code().expect("exited, not killed"),
             stdout: String::from_utf8(output.stdout).unwrap(),
             stderr: String::from_utf8(output.stderr).unwrap(),
         }
     }
+}
+
+/// Standard output that every write fails on with "no space left on device".
+fn full_disk() -> Stdio {
+    Stdio::from(std::fs::File::create("/dev/full").expect("/dev/full"))
 }
 
 /// The fleet as it is: the seed's example with a looser policy, a smaller owner quota, one
@@ -726,4 +746,26 @@ fn a_state_that_is_not_an_export_is_an_error() {
         run.stderr,
         "error: --tenant acme does not match export.json, an export of tenant root\n"
     );
+}
+
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let sandbox = Sandbox::new();
+    sandbox.write("export.json", &export_of(&current()));
+    sandbox.write("fleet.json", &reviewed());
+    let plan = ["fleet", "plan", "fleet.json", "--state", "export.json"];
+    let json = [&plan[..], &["--output", "json"]].concat();
+    let validate = ["fleet", "validate", "fleet.json"];
+    for args in [&plan[..], &json, &validate] {
+        let run = sandbox.run_with(args, &[], |command| {
+            command.stdout(full_disk());
+        });
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .starts_with("error: cannot write to standard output: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
 }

@@ -7,7 +7,7 @@ mod common;
 use common::{Server, TempDir};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What a run of the CLI did.
@@ -85,6 +85,16 @@ impl Deployment {
 
     /// Runs the CLI with exactly `vars` as its `BETTER_COMPUTE_*` variables.
     fn cli_with(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        self.cli_configured(args, vars, |_| {})
+    }
+
+    /// Like [`Deployment::cli_with`], letting `configure` change the command (its streams).
+    fn cli_configured(
+        &self,
+        args: &[&str],
+        vars: &[(&str, &str)],
+        configure: impl FnOnce(&mut Command),
+    ) -> Run {
         let mut command = Command::new(common::binary());
         command.args(args).current_dir(self.dir.path());
         for (name, _) in std::env::vars() {
@@ -97,12 +107,30 @@ impl Deployment {
             .env("HOME", self.dir.path())
             .env_remove("XDG_CONFIG_HOME");
         command.envs(vars.iter().copied());
-        let output = command.output().expect("running better-compute");
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        configure(&mut command);
+        let output = command
+            .spawn()
+            .and_then(|child| child.wait_with_output())
+            .expect("running better-compute");
         Run {
             code: output.status.code().expect("exited, not killed"),
             stdout: String::from_utf8(output.stdout).unwrap(),
             stderr: String::from_utf8(output.stderr).unwrap(),
         }
+    }
+
+    /// Runs the CLI as [`Deployment::cli`] does, with standard output on a full disk.
+    fn cli_to_full_disk(&self, args: &[&str]) -> Run {
+        let url = self.server.url("");
+        let vars = [
+            ("BETTER_COMPUTE_URL", url.as_str()),
+            ("BETTER_COMPUTE_TOKEN", self.key.as_str()),
+        ];
+        self.cli_configured(args, &vars, |command| {
+            let full = std::fs::File::create("/dev/full").expect("/dev/full");
+            command.stdout(Stdio::from(full));
+        })
     }
 
     /// `POST /api/<method>` as the administrator: the output, or `CODE: message`.
@@ -975,4 +1003,22 @@ fn a_key_with_a_trailing_newline_is_sent_without_it() {
         &[],
     );
     assert_eq!(run.code, 0, "{run:?}");
+}
+
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let d = Deployment::start(&[]);
+    for args in [
+        &["fleet", "export", "--tenant", "root"][..],
+        &["fleet", "status", "--tenant", "root", "--output", "json"],
+        &["fleet", "status", "--tenant", "root"],
+    ] {
+        let run = d.cli_to_full_disk(args);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(
+            run.stderr
+                .starts_with("error: cannot write to standard output: "),
+            "{args:?}: {run:?}"
+        );
+    }
 }

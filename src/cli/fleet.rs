@@ -10,21 +10,19 @@ use serde_json::{Value, json};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// `print!` that ignores a closed pipe (`| head`): the exit code still tells how the command
-/// ended, instead of a panic.
+/// `print!` that returns from the function with an error when standard output cannot be
+/// written (a closed pipe, `| head`, is ignored: see [`super::output`]).
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        super::output::stdout(format_args!($($arg)*))?
+    };
 }
 
-/// `println!` that ignores a closed pipe, like `say!`.
+/// `println!` as `say!`.
 macro_rules! sayln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        say!("{}\n", format_args!($($arg)*))
+    };
 }
 
 /// What `fleet export` needs.
@@ -337,12 +335,12 @@ fn apply_call(client: &Client, input: &Value, print: Print, style: Style) -> Res
                      document or --prune differ); the plan is now:",
                 ),
                 style,
-            );
+            )?;
             Err(err.into())
         }
         Err(CallError::Api(err)) if err.code == code::PLAN_BLOCKED => {
             // The plan as `fleet plan` prints it, then the same error line.
-            match print_plan_in(&err, None, style) {
+            match print_plan_in(&err, None, style)? {
                 Some(plan) => Err(blocked_error(
                     plan.changes.iter().filter(|c| c.blocked).count(),
                 )),
@@ -365,14 +363,20 @@ struct PlanInError {
 
 /// Prints the plan in an error's details, after `heading`, and answers it (`None` when the
 /// details hold no plan).
-fn print_plan_in(err: &ApiError, heading: Option<&str>, style: Style) -> Option<PlanInError> {
-    let plan = serde_json::from_value::<PlanInError>(err.details.clone()).ok()?;
+fn print_plan_in(
+    err: &ApiError,
+    heading: Option<&str>,
+    style: Style,
+) -> Result<Option<PlanInError>, CliError> {
+    let Ok(plan) = serde_json::from_value::<PlanInError>(err.details.clone()) else {
+        return Ok(None);
+    };
     if let Some(heading) = heading {
         sayln!("{heading}");
     }
     say!("{}", render::changes(&plan.changes, &plan.summary, style));
     sayln!("planHash: {}", plan.plan_hash);
-    Some(plan)
+    Ok(Some(plan))
 }
 
 /// What `fleet status` needs.

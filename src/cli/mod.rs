@@ -13,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod fleet;
+pub mod output;
 pub mod render;
 
 use clap::{Args, CommandFactory, FromArgMatches as _, Parser, Subcommand};
