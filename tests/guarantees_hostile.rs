@@ -408,6 +408,14 @@ async fn hostile_inputs_are_refused_and_change_nothing(db: Db) {
             (404, "NOT_FOUND"),
         ),
         (
+            "the API's root without its slash".into(),
+            "GET",
+            "/api".into(),
+            json,
+            vec![],
+            (404, "NOT_FOUND"),
+        ),
+        (
             "GET of a write".into(),
             "GET",
             "/api/fleet.apply?tenantId=root".into(),

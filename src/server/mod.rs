@@ -512,6 +512,7 @@ pub fn router(state: AppState) -> Router {
         )
         // Any other path under /api is an API mistake (a URL with a path of its own, say),
         // answered in the API's envelope rather than by the console's files.
+        .route("/api", any(api::unknown_path))
         .route("/api/", any(api::unknown_path))
         .route("/api/{method}/{*rest}", any(api::unknown_path))
         .layer(axum::middleware::from_fn_with_state(
