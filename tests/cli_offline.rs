@@ -4,8 +4,11 @@
 use planner::fleet::{Fleet, Modules};
 use planner::{Document, Plan, PlanOptions};
 use serde_json::{Value, json};
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 /// What a run of the binary did.
 struct Run {
@@ -79,6 +82,68 @@ impl Sandbox {
 /// Standard output that every write fails on with "no space left on device".
 fn full_disk() -> Stdio {
     Stdio::from(std::fs::File::create("/dev/full").expect("/dev/full"))
+}
+
+/// A stand-in server on loopback for what a real one does only by accident (a connection that
+/// drops after the request, a server of another version): it reads each request whole, then
+/// answers `answer` (status and JSON body), or closes the connection when it is `None`.
+struct Stub {
+    url: String,
+    /// The path of each request read, in order.
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+impl Stub {
+    fn start(answer: Option<(u16, Value)>) -> Stub {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&paths);
+        // Serves until the test process ends.
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let Some(path) = read_request(&mut stream) else {
+                    continue;
+                };
+                seen.lock().unwrap().push(path);
+                if let Some((status, body)) = &answer {
+                    let body = body.to_string();
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            }
+        });
+        Stub { url, paths }
+    }
+}
+
+/// Reads one HTTP request (headers, then `content-length` bytes) and answers its path.
+fn read_request(stream: &mut TcpStream) -> Option<String> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < end + length {
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    }
+    head.split(' ').nth(1).map(str::to_owned)
 }
 
 /// The fleet as it is: the seed's example with a looser policy, a smaller owner quota, one
@@ -768,4 +833,63 @@ fn output_that_cannot_be_written_is_an_error() {
             run.stderr
         );
     }
+}
+
+/// A planHash well formed, for calls the stub answers whatever the hash.
+const SOME_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+#[test]
+fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
+    let sandbox = Sandbox::new();
+    sandbox.write("fleet.json", &reviewed());
+    let stub = Stub::start(None);
+    let vars = [
+        ("BETTER_COMPUTE_URL", stub.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let apply = [
+        "fleet",
+        "apply",
+        "fleet.json",
+        "--tenant",
+        "root",
+        "--plan-hash",
+        SOME_HASH,
+    ];
+    let run = sandbox.run(&apply, &vars);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(*stub.paths.lock().unwrap(), ["/api/fleet.apply"]);
+    assert!(
+        run.stderr.starts_with("error: no answer to fleet.apply (")
+            && run.stderr.contains(
+                "the outcome is unknown, the server may have applied it; \
+                 `better-compute fleet status --tenant root` shows the last apply"
+            )
+            && !run.stderr.contains("cannot reach"),
+        "{}",
+        run.stderr
+    );
+    // Any other call says it got no answer, not that the server is unreachable.
+    let run = sandbox.run(&["fleet", "status", "--tenant", "root"], &vars);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(
+            "error: no answer to fleet.status: the connection broke before the answer came: "
+        ),
+        "{}",
+        run.stderr
+    );
+    // Nothing listening: nothing was sent.
+    let closed = [
+        ("BETTER_COMPUTE_URL", "http://127.0.0.1:9"),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let run = sandbox.run(&apply, &closed);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: cannot reach http://127.0.0.1:9: "),
+        "{}",
+        run.stderr
+    );
 }

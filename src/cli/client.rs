@@ -28,12 +28,20 @@ impl From<ApiError> for CliError {
     }
 }
 
-/// Why a call failed: the server refused it, or it never got a readable answer.
+/// Why a call failed: the server refused it, the request never left, or no answer came back.
 #[derive(Debug)]
 pub enum CallError {
     /// The server answered with an error.
     Api(ApiError),
-    /// No usable answer (network, unreadable body).
+    /// The request was sent (or may have been) but no usable answer came back: the server
+    /// may have carried it out. The text says what happened (`no answer within 120 s`, ...).
+    Unanswered {
+        /// The method called.
+        method: String,
+        /// What went wrong, for a person.
+        detail: String,
+    },
+    /// Nothing usable: the server could not be reached, or its answer is unreadable.
     Transport(CliError),
 }
 
@@ -41,10 +49,16 @@ impl From<CallError> for CliError {
     fn from(err: CallError) -> Self {
         match err {
             CallError::Api(api) => api.into(),
+            CallError::Unanswered { method, detail } => {
+                CliError::failed(format!("no answer to {method}: {detail}"))
+            }
             CallError::Transport(err) => err,
         }
     }
 }
+
+/// How long a call may take, answer included; said in the error when it runs out.
+const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A connected client.
 pub struct Client {
@@ -57,7 +71,7 @@ impl Client {
     pub fn new(connection: Connection) -> Result<Client, CliError> {
         let http = reqwest::blocking::Client::builder()
             .user_agent(concat!("better-compute-cli/", env!("CARGO_PKG_VERSION")))
-            .timeout(Duration::from_secs(120))
+            .timeout(TIMEOUT)
             .build()
             .map_err(|err| CliError::failed(format!("setting up the HTTP client: {err}")))?;
         Ok(Client { http, connection })
@@ -76,20 +90,9 @@ impl Client {
             .bearer_auth(&self.connection.token)
             .json(input)
             .send()
-            .map_err(|err| {
-                CallError::Transport(CliError::failed(format!(
-                    "cannot reach {}: {}",
-                    self.connection.url,
-                    error_chain(&err)
-                )))
-            })?;
+            .map_err(|err| self.failure(method, &err))?;
         let status = response.status();
-        let body = response.bytes().map_err(|err| {
-            CallError::Transport(CliError::failed(format!(
-                "reading the answer of {method}: {}",
-                error_chain(&err)
-            )))
-        })?;
+        let body = response.bytes().map_err(|err| self.failure(method, &err))?;
         if status.is_success() {
             return serde_json::from_slice(&body).map_err(|err| {
                 CallError::Transport(CliError::failed(format!(
@@ -98,6 +101,31 @@ impl Client {
             });
         }
         Err(CallError::Api(read_error(status, &body)))
+    }
+
+    /// A failed request, as far as the client can tell what reached the server: a connection
+    /// that was never made sent nothing ("cannot reach"), anything later may have delivered the
+    /// request while losing its answer.
+    fn failure(&self, method: &str, err: &reqwest::Error) -> CallError {
+        if err.is_connect() {
+            return CallError::Transport(CliError::failed(format!(
+                "cannot reach {}: {}",
+                self.connection.url,
+                error_chain(err)
+            )));
+        }
+        let detail = if err.is_timeout() {
+            format!("no answer within {} s", TIMEOUT.as_secs())
+        } else {
+            format!(
+                "the connection broke before the answer came: {}",
+                error_chain(err)
+            )
+        };
+        CallError::Unanswered {
+            method: method.to_owned(),
+            detail,
+        }
     }
 }
 

@@ -308,6 +308,15 @@ impl Print {
 /// `CONFIG_DRIFT` what the plan became.
 fn apply_call(client: &Client, input: &Value, print: Print, style: Style) -> Result<(), CliError> {
     match client.call::<_, Applied>("fleet.apply", input) {
+        // The request may have committed: saying it failed would invite a blind retry.
+        Err(CallError::Unanswered { detail, .. }) => {
+            let tenant = shell_word(input["tenantId"].as_str().unwrap_or_default());
+            Err(CliError::failed(format!(
+                "no answer to fleet.apply ({detail}): the outcome is unknown, the server may \
+                 have applied it; `better-compute fleet status --tenant {tenant}` shows the \
+                 last apply and `better-compute fleet plan` what is still to change"
+            )))
+        }
         Ok(done) if print == Print::Json => {
             say!("{}", pretty(&done));
             Ok(())
@@ -562,7 +571,7 @@ fn plan_on_server(
             }
             api.into()
         }
-        CallError::Transport(err) => err,
+        err => err.into(),
     })
 }
 
