@@ -86,7 +86,8 @@ fn full_disk() -> Stdio {
 
 /// A stand-in server on loopback for what a real one does only by accident (a connection that
 /// drops after the request, a server of another version): it reads each request whole, then
-/// answers `answer` (status and JSON body), or closes the connection when it is `None`.
+/// answers what `answer` gives for its path (status and JSON body), or closes the connection
+/// when that is `None`.
 struct Stub {
     url: String,
     /// The path of each request read, in order.
@@ -94,7 +95,7 @@ struct Stub {
 }
 
 impl Stub {
-    fn start(answer: Option<(u16, Value)>) -> Stub {
+    fn start(answer: impl Fn(&str) -> Option<(u16, Value)> + Send + 'static) -> Stub {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let paths = Arc::new(Mutex::new(Vec::new()));
@@ -106,8 +107,9 @@ impl Stub {
                 let Some(path) = read_request(&mut stream) else {
                     continue;
                 };
+                let reply = answer(&path);
                 seen.lock().unwrap().push(path);
-                if let Some((status, body)) = &answer {
+                if let Some((status, body)) = reply {
                     let body = body.to_string();
                     let _ = write!(
                         stream,
@@ -842,7 +844,7 @@ const SOME_HASH: &str = "0000000000000000000000000000000000000000000000000000000
 fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
     let sandbox = Sandbox::new();
     sandbox.write("fleet.json", &reviewed());
-    let stub = Stub::start(None);
+    let stub = Stub::start(|_| None);
     let vars = [
         ("BETTER_COMPUTE_URL", stub.url.as_str()),
         ("BETTER_COMPUTE_TOKEN", "t"),
@@ -891,5 +893,73 @@ fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
             .starts_with("error: cannot reach http://127.0.0.1:9: "),
         "{}",
         run.stderr
+    );
+}
+
+#[test]
+fn apply_prints_the_problems_of_a_server_that_refuses_the_document() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.write("fleet.json", &reviewed());
+    // A server of another version that refuses what this CLI's validation accepts.
+    let refusal = json!({ "error": {
+        "code": "INVALID_INPUT",
+        "message": "the document does not validate",
+        "details": { "problems": [
+            { "path": "pools[0].name", "message": "the server says no" },
+            { "path": "tenantId", "message": "not the document's" }
+        ] }
+    } });
+    // fleet.plan answers the plan against the current fleet; fleet.apply refuses.
+    let plan = serde_json::to_value(planned(&reviewed(), &export_of(&current()), false)).unwrap();
+    let stub = Stub::start(move |path| {
+        Some(if path == "/api/fleet.plan" {
+            (200, plan.clone())
+        } else {
+            (400, refusal.clone())
+        })
+    });
+    let vars = [
+        ("BETTER_COMPUTE_URL", stub.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let text = std::fs::read_to_string(&path).unwrap();
+    let problem = planner::Problem {
+        path: "pools[0].name".to_owned(),
+        message: "the server says no".to_owned(),
+    };
+    let at = planner::locate::locate_problem(&text, &problem).unwrap();
+    let expected = format!(
+        "fleet.json:{}:{}: pools[0].name: the server says no\n\
+         error: INVALID_INPUT: the document does not validate\n",
+        at.line, at.column
+    );
+    for output in ["text", "json"] {
+        let run = sandbox.run(
+            &[
+                "fleet",
+                "apply",
+                "fleet.json",
+                "--tenant",
+                "root",
+                "--plan-hash",
+                SOME_HASH,
+                "--output",
+                output,
+            ],
+            &vars,
+        );
+        assert_eq!((run.code, run.stderr.as_str()), (1, expected.as_str()));
+        assert_eq!(run.stdout, "");
+    }
+    // And so does the apply step of `--yes`, after the plan it printed.
+    let run = sandbox.run(
+        &["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"],
+        &vars,
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (1, expected.as_str()));
+    assert!(run.stdout.ends_with(" unchanged.\n"), "{}", run.stdout);
+    assert_eq!(
+        stub.paths.lock().unwrap().last().map(String::as_str),
+        Some("/api/fleet.apply")
     );
 }

@@ -226,7 +226,13 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
     let planned = match &request.mode {
         // The server compares the reviewed hash inside its transaction: no plan first.
         ApplyMode::PlanHash(hash) => {
-            return apply_call(client, &input(hash), Print::all(request.json), style);
+            return apply_call(
+                client,
+                &request.file,
+                &input(hash),
+                Print::all(request.json),
+                style,
+            );
         }
         ApplyMode::Review | ApplyMode::Yes => {
             plan_on_server(client, &request.file, &request.tenant, &raw, request.prune)?
@@ -250,9 +256,13 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
     check_blocked(&planned)?;
     if request.json {
         return match request.mode {
-            ApplyMode::Yes if !planned.calls.is_empty() => {
-                apply_call(client, &input(&planned.plan_hash.0), Print::Json, style)
-            }
+            ApplyMode::Yes if !planned.calls.is_empty() => apply_call(
+                client,
+                &request.file,
+                &input(&planned.plan_hash.0),
+                Print::Json,
+                style,
+            ),
             _ => Ok(()),
         };
     }
@@ -274,7 +284,13 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         return Ok(());
     }
     match request.mode {
-        ApplyMode::Yes => apply_call(client, &input(&planned.plan_hash.0), Print::Outcome, style),
+        ApplyMode::Yes => apply_call(
+            client,
+            &request.file,
+            &input(&planned.plan_hash.0),
+            Print::Outcome,
+            style,
+        ),
         _ => {
             sayln!("planHash: {}", planned.plan_hash);
             sayln!("Nothing was applied. To apply this exact plan: {later}");
@@ -306,7 +322,13 @@ impl Print {
 
 /// Calls `fleet.apply`; prints the plan it ran when `print_plan` (not printed before), and on
 /// `CONFIG_DRIFT` what the plan became.
-fn apply_call(client: &Client, input: &Value, print: Print, style: Style) -> Result<(), CliError> {
+fn apply_call(
+    client: &Client,
+    file: &Path,
+    input: &Value,
+    print: Print,
+    style: Style,
+) -> Result<(), CliError> {
     match client.call::<_, Applied>("fleet.apply", input) {
         // The request may have committed: saying it failed would invite a blind retry.
         Err(CallError::Unanswered { detail, .. }) => {
@@ -334,6 +356,11 @@ fn apply_call(client: &Client, input: &Value, print: Print, style: Style) -> Res
                 sayln!("Applied {}.", count(done.applied as usize, "call"));
             }
             Ok(())
+        }
+        // As `fleet plan` does: the server's problems with the document, FILE:LINE:COLUMN.
+        Err(CallError::Api(err)) if err.code == code::INVALID_INPUT => {
+            print_problems_from(&err, file);
+            Err(err.into())
         }
         Err(err) if print == Print::Json => Err(err.into()),
         Err(CallError::Api(err)) if err.code == code::CONFIG_DRIFT => {
