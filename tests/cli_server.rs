@@ -1022,3 +1022,46 @@ fn output_that_cannot_be_written_is_an_error() {
         );
     }
 }
+
+#[test]
+fn apply_yes_output_json_prints_nothing_on_a_blocked_plan() {
+    let d = Deployment::start(&[]);
+    d.write("current.json", &current());
+    let run = d.cli(&[
+        "fleet",
+        "apply",
+        "current.json",
+        "--tenant",
+        "root",
+        "--yes",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // Blocked with no call to make (gpuModel cannot change), and blocked with calls too.
+    let mut blocked = current();
+    blocked["pools"][0]["gpuModel"] = json!("H100");
+    d.write("blocked.json", &blocked);
+    blocked["sites"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "name": "waw", "kind": "shared", "region": "eu-central" }));
+    d.write("blocked-calls.json", &blocked);
+    for file in ["blocked.json", "blocked-calls.json"] {
+        let args = [
+            "fleet", "apply", file, "--tenant", "root", "--yes", "--output", "json",
+        ];
+        let run = d.cli(&args);
+        assert_eq!(run.code, 1, "{file}: {run:?}");
+        assert_eq!(run.stdout, "", "{file}");
+        assert!(
+            run.stderr.starts_with("error: PLAN_BLOCKED: "),
+            "{file}: {run:?}"
+        );
+        // A review still prints its plan first.
+        let run = d.cli(&[
+            "fleet", "apply", file, "--tenant", "root", "--output", "json",
+        ]);
+        assert_eq!(run.code, 1, "{file}: {run:?}");
+        let plan: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(plan["summary"]["blocked"], true, "{file}: {plan}");
+    }
+}

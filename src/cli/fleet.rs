@@ -240,21 +240,12 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
     };
     if request.json {
         // Tools get one JSON document on standard output: the plan when reviewing (as
-        // `fleet plan --output json` prints it), else what the apply answered.
-        match request.mode {
-            ApplyMode::Yes if !planned.calls.is_empty() => {}
-            // Nothing to run: fleet.apply is not called, and nothing was applied.
-            ApplyMode::Yes => say!("{}", pretty(&json!({ "plan": &planned, "applied": 0 }))),
-            _ => say!("{}", pretty(&planned)),
+        // `fleet plan --output json` prints it, blocked or not), else what the apply answered;
+        // nothing when `--yes` stops at a blocked plan.
+        if request.mode == ApplyMode::Review {
+            say!("{}", pretty(&planned));
         }
-    } else {
-        say!(
-            "{}",
-            render::changes(&planned.changes, &planned.summary, style)
-        );
-    }
-    check_blocked(&planned)?;
-    if request.json {
+        check_blocked(&planned)?;
         return match request.mode {
             ApplyMode::Yes if !planned.calls.is_empty() => apply_call(
                 client,
@@ -263,9 +254,19 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
                 Print::Json,
                 style,
             ),
+            // Nothing to run: fleet.apply is not called, and nothing was applied.
+            ApplyMode::Yes => {
+                say!("{}", pretty(&json!({ "plan": &planned, "applied": 0 })));
+                Ok(())
+            }
             _ => Ok(()),
         };
     }
+    say!(
+        "{}",
+        render::changes(&planned.changes, &planned.summary, style)
+    );
+    check_blocked(&planned)?;
     let connection: String = request
         .connection_args
         .iter()
