@@ -963,3 +963,44 @@ fn apply_prints_the_problems_of_a_server_that_refuses_the_document() {
         Some("/api/fleet.apply")
     );
 }
+
+/// A pipe whose reader has gone (`| head -c1` after its byte): every write fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Stdio::from(writer)
+}
+
+#[test]
+fn a_closed_pipe_is_no_panic() {
+    let sandbox = Sandbox::new();
+    sandbox.write("export.json", &export_of(&current()));
+    sandbox.write("fleet.json", &reviewed());
+    // Standard output closed: the output is dropped, the exit code is the command's.
+    for (args, code) in [
+        (&["completions", "bash"][..], 0),
+        (
+            &["fleet", "plan", "fleet.json", "--state", "export.json"],
+            0,
+        ),
+        (&["fleet", "validate", "fleet.json"], 0),
+    ] {
+        let run = sandbox.run_with(args, &[], |command| {
+            command.stdout(closed_pipe());
+        });
+        assert_eq!((run.code, run.stderr.as_str()), (code, ""), "{args:?}");
+    }
+    // Standard error closed: the error is lost, its exit code is not.
+    for (args, code) in [
+        (&["fleet", "status", "--tenant", "root"][..], 2),
+        (
+            &["fleet", "plan", "missing.json", "--state", "export.json"],
+            1,
+        ),
+    ] {
+        let run = sandbox.run_with(args, &[], |command| {
+            command.stderr(closed_pipe());
+        });
+        assert_eq!(run.code, code, "{args:?}");
+    }
+}

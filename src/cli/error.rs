@@ -68,7 +68,7 @@ pub fn exit(outcome: Result<(), CliError>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err}");
+            super::output::stderr(format_args!("error: {err}\n"));
             match err {
                 CliError::Usage(_) => ExitCode::from(2),
                 CliError::Coded { .. } | CliError::Failed(_) => ExitCode::from(1),

@@ -25,6 +25,14 @@ macro_rules! sayln {
     };
 }
 
+/// `eprintln!` that never panics: a message that cannot be written to standard error is lost,
+/// and the exit code still tells (see [`super::output`]).
+macro_rules! note {
+    ($($arg:tt)*) => {
+        super::output::stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// What `fleet export` needs.
 #[derive(Debug)]
 pub struct ExportRequest {
@@ -63,7 +71,7 @@ pub fn export(
         .map(|kinds| kinds.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if !missing.is_empty() {
-        eprintln!(
+        note!(
             "warning: this deployment does not serve {}; the export leaves them out (missing)",
             missing.join(", ")
         );
@@ -88,7 +96,7 @@ pub fn export(
         written.push(path);
     }
     if let Some(path) = &request.out {
-        eprintln!(
+        note!(
             "Wrote tenant {}'s fleet to {}.",
             request.tenant,
             path.display()
@@ -473,7 +481,7 @@ pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
             // line, and the other files are still checked.
             Err(err) => {
                 if err.code() != Some(code::INVALID_INPUT) {
-                    eprintln!("{err}");
+                    note!("{err}");
                 }
                 invalid += 1;
             }
@@ -503,7 +511,7 @@ fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
         Err(invalid) => {
             let text = std::str::from_utf8(&bytes).ok();
             for problem in &invalid.problems {
-                eprintln!("{}", problem_line(file, text, problem));
+                note!("{}", problem_line(file, text, problem));
             }
             Err(CliError::coded(
                 code::INVALID_INPUT,
@@ -564,7 +572,7 @@ fn print_problems_from(err: &ApiError, file: &Path) {
                 path: path.to_owned(),
                 message: message.to_owned(),
             };
-            eprintln!("{}", problem_line(file, text.as_deref(), &problem));
+            note!("{}", problem_line(file, text.as_deref(), &problem));
         }
     }
 }

@@ -224,18 +224,15 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => match crate::server::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
-                eprintln!("error: {err:#}");
+                output::stderr(format_args!("error: {err:#}\n"));
                 ExitCode::FAILURE
             }
         },
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "better-compute",
-                &mut std::io::stdout(),
-            );
-            ExitCode::SUCCESS
+            // Into memory first: `generate` panics on a failed write (`| head -c1`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "better-compute", &mut script);
+            error::exit(output::stdout_bytes(&script))
         }
         Command::Fleet(args) => error::exit(run_fleet(args)),
     }
