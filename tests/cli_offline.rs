@@ -1004,3 +1004,88 @@ fn a_closed_pipe_is_no_panic() {
         assert_eq!(run.code, code, "{args:?}");
     }
 }
+
+#[test]
+fn export_checks_both_files_before_writing_anything() {
+    let sandbox = Sandbox::new();
+    let stub = Stub::start(|_| Some((200, json!({ "config": { "version": 1 }, "missing": [] }))));
+    let vars = [
+        ("BETTER_COMPUTE_URL", stub.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    std::fs::create_dir(sandbox.path("sub")).unwrap();
+    // One file under two spellings is a usage error, before any request.
+    for (out, state) in [
+        ("./a.json", "a.json"),
+        ("a.json", "sub/../a.json"),
+        ("sub/a.json", "./sub//a.json"),
+    ] {
+        let run = sandbox.run(
+            &[
+                "fleet", "export", "--tenant", "root", "--out", out, "--state", state,
+            ],
+            &vars,
+        );
+        assert_eq!(
+            (run.code, run.stderr.as_str()),
+            (2, "error: --out and --state must name different files\n"),
+            "{out} {state}"
+        );
+    }
+    // A folder that does not exist: nothing on standard output, no file, no request.
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "export",
+            "--tenant",
+            "root",
+            "--state",
+            "nodir/st.json",
+        ],
+        &vars,
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: cannot create nodir/st.json: nodir is not a folder\n"
+        )
+    );
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "export",
+            "--tenant",
+            "root",
+            "--out",
+            "a.json",
+            "--state",
+            "nodir/st.json",
+        ],
+        &vars,
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(!sandbox.path("a.json").exists());
+    assert!(stub.paths.lock().unwrap().is_empty());
+    // Both fine: the document on standard output, the answer in the file.
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "export",
+            "--tenant",
+            "root",
+            "--state",
+            "sub/st.json",
+        ],
+        &vars,
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "{\n  \"version\": 1\n}\n")
+    );
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(sandbox.path("sub/st.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["config"]["version"], 1);
+}

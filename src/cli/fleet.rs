@@ -51,7 +51,7 @@ pub fn export(
     request: &ExportRequest,
 ) -> Result<(), CliError> {
     if let (Some(out), Some(state)) = (&request.out, &request.state)
-        && out == state
+        && same_file(out, state)
     {
         return Err(CliError::usage(
             "--out and --state must name different files",
@@ -60,6 +60,7 @@ pub fn export(
     // Refuse before asking the server, so a mistake costs nothing.
     for path in [&request.out, &request.state].into_iter().flatten() {
         refuse_existing(path)?;
+        check_folder(path)?;
     }
     let answer: Value = connect()?.call("fleet.export", &json!({ "tenantId": request.tenant }))?;
     let config = answer
@@ -77,24 +78,36 @@ pub fn export(
         );
     }
     let mut files = Vec::new();
-    match &request.out {
-        Some(path) => files.push((path, pretty(config))),
-        None => say!("{}", pretty(config)),
+    if let Some(path) = &request.out {
+        files.push((path, pretty(config)));
     }
     if let Some(path) = &request.state {
         files.push((path, pretty(&answer)));
     }
-    // All or nothing: a file left behind by a failed export would refuse the next attempt.
-    let mut written: Vec<&PathBuf> = Vec::new();
-    for (path, text) in &files {
-        if let Err(err) = write_new(path, text) {
-            for path in written {
-                let _ = std::fs::remove_file(path);
-            }
-            return Err(err);
+    // All or nothing: every file is created before anything is written (a document on
+    // standard output and then an error would look like success to a pipe), and a file left
+    // behind by a failed export would refuse the next attempt.
+    let mut created = Vec::new();
+    let outcome: Result<(), CliError> = (|| {
+        for (path, _) in &files {
+            created.push((create_new(path)?, *path));
         }
-        written.push(path);
+        if request.out.is_none() {
+            say!("{}", pretty(config));
+        }
+        for ((file, path), (_, text)) in created.iter_mut().zip(&files) {
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.sync_all())
+                .map_err(|err| CliError::failed(format!("writing {}: {err}", path.display())))?;
+        }
+        Ok(())
+    })();
+    if outcome.is_err() {
+        for (_, path) in &created {
+            let _ = std::fs::remove_file(path);
+        }
     }
+    outcome?;
     if let Some(path) = &request.out {
         note!(
             "Wrote tenant {}'s fleet to {}.",
@@ -652,9 +665,9 @@ fn refuse_existing(path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Writes a new file; an existing one is never overwritten, even if it appeared meanwhile.
-fn write_new(path: &Path, text: &str) -> Result<(), CliError> {
-    let mut file = std::fs::OpenOptions::new()
+/// Creates a new file; an existing one is never overwritten, even if it appeared meanwhile.
+fn create_new(path: &Path) -> Result<std::fs::File, CliError> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
@@ -667,12 +680,41 @@ fn write_new(path: &Path, text: &str) -> Result<(), CliError> {
             } else {
                 CliError::failed(format!("cannot create {}: {err}", path.display()))
             }
-        })?;
-    file.write_all(text.as_bytes()).map_err(|err| {
-        // Not half a file: the next attempt would refuse to overwrite it.
-        let _ = std::fs::remove_file(path);
-        CliError::failed(format!("writing {}: {err}", path.display()))
-    })
+        })
+}
+
+/// The folder a new file goes in must exist: checked before asking the server.
+fn check_folder(path: &Path) -> Result<(), CliError> {
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    Err(CliError::failed(format!(
+        "cannot create {}: {} is not a folder",
+        path.display(),
+        folder.display()
+    )))
+}
+
+/// Whether two paths name the same file: equal once `.` is dropped, or in the same
+/// folder (as the file system resolves it: links, `..`) under the same name.
+fn same_file(a: &Path, b: &Path) -> bool {
+    fn lexical(path: &Path) -> PathBuf {
+        path.components()
+            .filter(|part| *part != std::path::Component::CurDir)
+            .collect()
+    }
+    fn resolved(path: &Path) -> Option<(PathBuf, std::ffi::OsString)> {
+        let folder = match path.parent() {
+            Some(folder) if !folder.as_os_str().is_empty() => folder,
+            _ => Path::new("."),
+        };
+        Some((folder.canonicalize().ok()?, path.file_name()?.to_owned()))
+    }
+    lexical(a) == lexical(b) || resolved(a).is_some_and(|a| Some(a) == resolved(b))
 }
 
 fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {
