@@ -1089,3 +1089,38 @@ fn export_checks_both_files_before_writing_anything() {
             .unwrap();
     assert_eq!(state["config"]["version"], 1);
 }
+
+#[test]
+fn text_that_is_not_utf8_is_located_and_a_byte_order_mark_named() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.path("latin1.json"),
+        b"{\n  \"version\": \"\xff\"\n}\n",
+    )
+    .unwrap();
+    let run = sandbox.run(&["fleet", "validate", "latin1.json"], &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "latin1.json:2:15: the document is not valid JSON: invalid unicode code point at \
+             line 2 column 15\n\
+             error: INVALID_INPUT: latin1.json does not validate (1 problem)\n"
+        )
+    );
+    std::fs::write(
+        sandbox.path("bom.json"),
+        b"\xEF\xBB\xBF{ \"version\": 1 }\n",
+    )
+    .unwrap();
+    let run = sandbox.run(&["fleet", "validate", "bom.json"], &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "bom.json:1:1: the document starts with a UTF-8 byte order mark; save it without \
+             one\n\
+             error: INVALID_INPUT: bom.json does not validate (1 problem)\n"
+        )
+    );
+}

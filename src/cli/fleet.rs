@@ -521,10 +521,23 @@ fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
             })?;
             Ok((document, raw))
         }
+        // serde_json's "expected value at line 1 column 1" would not say what is wrong.
+        Err(_) if bytes.starts_with(BOM) => {
+            note!(
+                "{}:1:1: the document starts with a UTF-8 byte order mark; save it without one",
+                file.display()
+            );
+            Err(CliError::coded(
+                code::INVALID_INPUT,
+                format!("{} does not validate (1 problem)", file.display()),
+            ))
+        }
         Err(invalid) => {
-            let text = std::str::from_utf8(&bytes).ok();
+            // Lossy: text that is not UTF-8 is still located, the valid part before the first
+            // bad byte being unchanged.
+            let text = String::from_utf8_lossy(&bytes);
             for problem in &invalid.problems {
-                note!("{}", problem_line(file, text, problem));
+                note!("{}", problem_line(file, Some(&text), problem));
             }
             Err(CliError::coded(
                 code::INVALID_INPUT,
@@ -537,6 +550,9 @@ fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
         }
     }
 }
+
+/// The UTF-8 byte order mark, which JSON may not start with (RFC 8259, 8.1).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// `FILE:LINE:COLUMN: path: message`, as compilers write it (editors jump there): the line and
 /// column of the value the path names in the file's `text` (of its closest part that exists,
@@ -561,7 +577,8 @@ fn print_problems_from(err: &ApiError, file: &Path) {
     let problems = err.details.get("problems").and_then(Value::as_array);
     // The file as sent (read again: this is the rare path of a server that refuses what the
     // CLI accepted), for the problems' lines and columns.
-    let text = std::fs::read_to_string(file).ok();
+    let bytes = std::fs::read(file).ok();
+    let text = bytes.as_deref().map(String::from_utf8_lossy);
     let lines: Vec<(&str, &str)> = match problems {
         Some(problems) => problems
             .iter()
