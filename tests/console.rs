@@ -329,6 +329,30 @@ async fn apply_export_as_is(server: &Server, admin: &str) -> Value {
     baseline
 }
 
+/// Presses "Download fleet.json": the file's JSON (its name checked).
+async fn download_fleet_json(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "window.__download = {}; const create = URL.createObjectURL; \
+             URL.createObjectURL = (blob) => { window.__download.blob = blob; return create(blob); }; \
+             HTMLAnchorElement.prototype.click = function () { window.__download.name = this.download; };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    click(browser, "#download-export").await;
+    let downloaded = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; const d = window.__download; \
+             d.blob.text().then((text) => done({ name: d.name, text }));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(downloaded["name"], "fleet.json");
+    serde_json::from_str(downloaded["text"].as_str().unwrap()).unwrap()
+}
+
 /// A `--demo` server with the console, and its admin key (the folder holding the key file
 /// lives as long as the returned guard).
 fn demo_server(name: &str) -> (Server, String, TempDir) {
@@ -520,27 +544,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     wait_for(&browser, "#export-info").await;
     expect_focus(&browser, "refresh-export").await;
 
-    // Download fleet.json: the anchor's file name and the blob's text.
-    browser
-        .execute(
-            "window.__download = {}; const create = URL.createObjectURL; \
-             URL.createObjectURL = (blob) => { window.__download.blob = blob; return create(blob); }; \
-             HTMLAnchorElement.prototype.click = function () { window.__download.name = this.download; };",
-            vec![],
-        )
-        .await
-        .unwrap();
-    click(&browser, "#download-export").await;
-    let downloaded = browser
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; const d = window.__download; \
-             d.blob.text().then((text) => done({ name: d.name, text }));",
-            vec![],
-        )
-        .await
-        .unwrap();
-    assert_eq!(downloaded["name"], "fleet.json");
-    let file: Value = serde_json::from_str(downloaded["text"].as_str().unwrap()).unwrap();
+    let file = download_fleet_json(&browser).await;
     let current = ok(
         &server,
         &admin,
@@ -1380,6 +1384,151 @@ async fn a_problem_in_a_held_document_is_shown_in_the_editor() {
         selection_in_view(&browser).await,
         json!({ "scrolled": true, "visible": true })
     );
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// A pipeline's key, as the seed advises: a service account of root holding
+/// `compute:fleet:admin` on `compute-fleet/global` and the permission of the calls its plans
+/// make (here `compute:pool:update`), and nothing else: no `events:event:read`, no
+/// `iam:tenant:read`.
+async fn pipeline_key(server: &Server, admin: &str) -> String {
+    let sa = ok(
+        server,
+        admin,
+        "serviceAccount.create",
+        json!({ "tenantId": "root", "name": "pipeline" }),
+    )
+    .await;
+    for (permission, scope) in [
+        ("compute:fleet:admin", "compute-fleet/global"),
+        ("compute:pool:update", "tenants/root"),
+    ] {
+        ok(
+            server,
+            admin,
+            "grant.create",
+            json!({ "tenantId": "root", "principalId": sa["id"], "permission": permission, "scope": scope }),
+        )
+        .await;
+    }
+    let created = ok(
+        server,
+        admin,
+        "apiKey.create",
+        json!({ "tenantId": "root", "principalId": sa["id"] }),
+    )
+    .await;
+    created["key"].as_str().unwrap().to_owned()
+}
+
+/// A pipeline's key, which may run the fleet methods but not read events
+/// (`events:event:read`) nor list tenants (`iam:tenant:read`), is no refused key: the drift, plan and apply work, the events
+/// card says the key cannot read them, and the tenant picker holds the tenant shown and why.
+#[tokio::test]
+async fn a_pipeline_key_gets_the_fleet_pages() {
+    let (server, admin, _keys) = demo_server("console-fleet-only-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let key = pipeline_key(&server, &admin).await;
+    let (status, body) = call(&server, &key, "event.list", json!({ "tenantId": "root" })).await;
+    assert_eq!(status, 403, "{body}");
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(&key)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    wait_for(&browser, "#applied-plan-hash").await;
+    let events = wait_text(&browser, "#events-forbidden", |_| true).await;
+    assert!(events.contains("events:event:read"), "{events}");
+    wait_for(&browser, "#tenants-forbidden").await;
+    let picker = tenant_picker(&browser).await;
+    assert_eq!(
+        picker["options"],
+        json!([
+            "root",
+            "Other tenants: this key cannot list them (iam:tenant:read) (disabled)"
+        ]),
+        "{picker}"
+    );
+    assert!(browser.find(Locator::Css("#refusal")).await.is_err());
+
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to update")).await;
+    assert!(summary.contains("1 to update"), "{summary}");
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    wait_text(&browser, "#apply-result", |t| t.contains("Applied")).await;
+    assert!(browser.find(Locator::Css("#refusal")).await.is_err());
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// The export is the state, not a document: a tenant with more than 1000 sites (two applies of
+/// 600 without prune) is planned against in the page (its planHash the server's), and its
+/// export downloads; only a document is held to 1000 items a list.
+#[tokio::test]
+async fn an_export_over_a_thousand_items_is_planned_against() {
+    let (server, admin, _keys) = demo_server("console-big-export-key");
+    for batch in ["a", "b"] {
+        let sites: Vec<Value> = (0..600)
+            .map(|i| json!({ "name": format!("{batch}-site-{i:03}"), "kind": "shared", "region": "eu" }))
+            .collect();
+        ok(
+            &server,
+            &admin,
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": { "version": 1, "sites": sites }, "prune": false }),
+        )
+        .await;
+    }
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let sites = export["config"]["sites"].as_array().unwrap().len();
+    assert!(sites > 1200, "{sites} sites");
+
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(&admin)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    click(&browser, "#tab-plan").await;
+    let info = wait_text(&browser, "#export-info, #export-error", |_| true).await;
+    assert!(info.starts_with("Plans are made"), "{info}");
+    let document = json!({ "version": 1, "sites": [
+        { "name": "small-site", "kind": "shared", "region": "eu" } ] });
+    paste(&browser, &document.to_string()).await;
+    let page_hash = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
+    assert!(summary.contains("1 to create"), "{summary}");
+    let server_plan = ok(
+        &server,
+        &admin,
+        "fleet.plan",
+        json!({ "tenantId": "root", "config": document, "prune": false }),
+    )
+    .await;
+    assert_eq!(page_hash, server_plan["planHash"].as_str().unwrap());
+    let file = download_fleet_json(&browser).await;
+    assert_eq!(file, export["config"]);
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

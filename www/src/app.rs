@@ -107,8 +107,15 @@ fn SessionBar() -> impl IntoView {
         let current = console.tenant.get();
         console.tenants.with(|t| {
             let mut html = tenant_options_html(&current, t.value.as_deref().unwrap_or_default());
-            if t.value.is_none() && t.error.is_none() {
-                html.push_str("<option disabled>Loading tenants…</option>");
+            match &t.error {
+                None if t.value.is_none() => {
+                    html.push_str("<option disabled>Loading tenants…</option>")
+                }
+                // The fleet pages work without the list: this tenant only, and why.
+                Some(e) if e.code == "FORBIDDEN" => html.push_str(
+                    "<option id=\"tenants-forbidden\" disabled>Other tenants: this key cannot list them (iam:tenant:read)</option>",
+                ),
+                _ => {}
             }
             html
         })

@@ -82,6 +82,14 @@ fn status_load_html(load: &Load<Status>) -> String {
 fn events_load_html(load: &Load<Vec<Event>>) -> String {
     let mut m = Markup::default();
     match (&load.value, &load.error) {
+        // A key with compute:fleet:admin alone sees the drift, without its history.
+        (_, Some(error)) if error.code == "FORBIDDEN" => {
+            m.element(
+                "p",
+                &[("id", "events-forbidden"), ("class", "muted")],
+                "This key cannot read events (events:event:read), so the drift's history is not shown.",
+            );
+        }
         (_, Some(error)) => {
             m.open("p", &[("class", "alert error"), ("role", "alert")])
                 .element("code", &[], &error.code)

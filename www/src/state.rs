@@ -58,7 +58,8 @@ pub struct Console {
     pub events_available: RwSignal<bool>,
     /// Whether the server has `fleet.check`.
     pub check_available: RwSignal<bool>,
-    /// The key was refused (not an administrator's, or unknown).
+    /// The key was refused: unknown, or refused the fleet methods (a refusal of `tenant.list`
+    /// or `event.list` alone stays in its [`Load`]: the fleet pages work without them).
     pub refused: RwSignal<Option<ApiError>>,
     generation: StoredValue<u64>,
     /// Requests asked (not quiet re-reads): a quiet answer is dropped when one was asked since.
@@ -137,22 +138,24 @@ impl Console {
     }
 
     /// Runs `fetch` with the session's key and tenant into `target`, unless the session
-    /// changes before it answers. A refusal ends up in `refused`.
+    /// changes before it answers. An unknown key, or a refusal of a `fleet` method (they need
+    /// compute:fleet:admin), ends up in `refused`; a FORBIDDEN of another method (`tenant.list`,
+    /// `event.list`) only in `target`, as the fleet pages work without them.
     ///
     /// The answer's future is boxed: one small `load` per answer type instead of one per
     /// request with the whole HTTP exchange inlined (the .wasm is smaller).
-    fn load<T, F>(self, target: RwSignal<Load<T>>, fetch: F)
+    fn load<T, F>(self, target: RwSignal<Load<T>>, fetch: F, fleet: bool)
     where
         T: PartialEq + Send + Sync + 'static,
         F: FnOnce(String, String) -> Answer<T> + 'static,
     {
-        self.fetch_into(target, fetch, false);
+        self.fetch_into(target, fetch, false, fleet);
     }
 
     /// [`Self::load`], or, `quiet`, a re-read nobody asked for: no loading state (no "Checking…",
     /// no busy card), and the view is touched only when the answer differs from what it shows
     /// (an open "Show all" or a focused button in it stays as it is).
-    fn fetch_into<T, F>(self, target: RwSignal<Load<T>>, fetch: F, quiet: bool)
+    fn fetch_into<T, F>(self, target: RwSignal<Load<T>>, fetch: F, quiet: bool, fleet: bool)
     where
         T: PartialEq + Send + Sync + 'static,
         F: FnOnce(String, String) -> Answer<T> + 'static,
@@ -185,7 +188,7 @@ impl Console {
                         changed
                     }
                     Err(error) => {
-                        if error.is_refusal() {
+                        if error.code == "UNAUTHENTICATED" || (fleet && error.is_refusal()) {
                             self.refused.set(Some(error.clone()));
                         }
                         let changed = load.error.as_ref() != Some(&error);
@@ -235,10 +238,14 @@ impl Console {
                             })
                         },
                         true,
+                        true,
                     );
                 }
+                // A key that may not read events is not asked again (each refusal is audited).
                 if self.events_available.get_untracked()
-                    && !self.events.with_untracked(|e| e.loading)
+                    && !self.events.with_untracked(|e| {
+                        e.loading || e.error.as_ref().is_some_and(|e| e.code == "FORBIDDEN")
+                    })
                 {
                     self.fetch_into(
                         self.events,
@@ -246,6 +253,7 @@ impl Console {
                             Box::pin(async move { api::fleet_events(&key, &tenant).await })
                         },
                         true,
+                        false,
                     );
                 }
             },
@@ -255,55 +263,69 @@ impl Console {
 
     /// `tenant.list`.
     pub fn refresh_tenants(self) {
-        self.load(self.tenants, |key, _| {
-            Box::pin(async move { api::tenant_list(&key).await })
-        });
+        self.load(
+            self.tenants,
+            |key, _| Box::pin(async move { api::tenant_list(&key).await }),
+            false,
+        );
     }
 
     /// `fleet.status`.
     pub fn refresh_status(self) {
-        self.load(self.status, |key, tenant| {
-            Box::pin(async move { api::fleet_status(&key, &tenant).await })
-        });
+        self.load(
+            self.status,
+            |key, tenant| Box::pin(async move { api::fleet_status(&key, &tenant).await }),
+            true,
+        );
     }
 
     /// `fleet.export`.
     pub fn refresh_export(self) {
-        self.load(self.export, |key, tenant| {
-            Box::pin(async move { api::fleet_export(&key, &tenant).await })
-        });
+        self.load(
+            self.export,
+            |key, tenant| Box::pin(async move { api::fleet_export(&key, &tenant).await }),
+            true,
+        );
     }
 
     /// `event.list`; an older server without it hides the timeline.
     pub fn refresh_events(self) {
         let available = self.events_available;
-        self.load(self.events, move |key, tenant| {
-            Box::pin(async move {
-                let answer = api::fleet_events(&key, &tenant).await;
-                if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
-                    available.set(false);
-                }
-                answer
-            })
-        });
+        self.load(
+            self.events,
+            move |key, tenant| {
+                Box::pin(async move {
+                    let answer = api::fleet_events(&key, &tenant).await;
+                    if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
+                        available.set(false);
+                    }
+                    answer
+                })
+            },
+            false,
+        );
     }
 
     /// `fleet.check`: the drift check now; its answer is the new status.
     pub fn check_now(self) {
         let available = self.check_available;
         let events = self;
-        self.load(self.status, move |key, tenant| {
-            Box::pin(async move {
-                let answer = api::fleet_check(&key, &tenant).await;
-                if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
-                    available.set(false);
-                    return api::fleet_status(&key, &tenant).await;
-                }
-                if answer.is_ok() {
-                    events.refresh_events();
-                }
-                answer
-            })
-        });
+        self.load(
+            self.status,
+            move |key, tenant| {
+                Box::pin(async move {
+                    let answer = api::fleet_check(&key, &tenant).await;
+                    if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
+                        available.set(false);
+                        return api::fleet_status(&key, &tenant).await;
+                    }
+                    if answer.is_ok() {
+                        events.refresh_events();
+                    }
+                    answer
+                })
+            },
+            true,
+        );
     }
 }
