@@ -1,6 +1,8 @@
 //! Every request the console makes: `POST /api/<method>` on the server that served the page,
 //! with the session's API key as a bearer token. Nothing else in the console touches HTTP.
 
+use planner::validate::MAX_ITEMS;
+use planner::{Document, Invalid};
 use serde_json::{Map, Value, json};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -437,10 +439,7 @@ pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError>
 pub fn read_export(mut answer: Value) -> Result<(planner::Export, Value), ApiError> {
     let bad = || ApiError::bad_answer("fleet.export");
     let config = answer.get_mut("config").map(Value::take).ok_or_else(bad)?;
-    // Written by Value's Display, the JSON writer the console already has (to_vec would be a
-    // second copy of it for another output type).
-    let written = config.to_string();
-    let document = planner::validate(written.as_bytes()).map_err(|invalid| {
+    let document = read_config(&config).map_err(|invalid| {
         ApiError::local(
             "BAD_ANSWER",
             format!("the export's config is not a valid document: {invalid}"),
@@ -459,6 +458,66 @@ pub fn read_export(mut answer: Value) -> Result<(planner::Export, Value), ApiErr
     })()
     .ok_or_else(bad)?;
     Ok((export, config))
+}
+
+/// The export's lists, as a document names them.
+const LISTS: [&str; 5] = [
+    "sites",
+    "providerAccounts",
+    "pools",
+    "flavors",
+    "sandboxTemplates",
+];
+
+/// The export's config as the planner's `Document`, read by `planner::validate` (one JSON
+/// reader in the .wasm). The export is the state, not a document: its lists may hold more
+/// than a document's 1000 items (as the server's fleet.plan and the CLI's `--state` read
+/// it), so a longer list is read in parts of at most 1000, put back together in order.
+fn read_config(config: &Value) -> Result<Document, Invalid> {
+    let longest = LISTS
+        .iter()
+        .filter_map(|list| Some(config.get(*list)?.as_array()?.len()))
+        .max()
+        .unwrap_or(0);
+    let (Some(object), 2..) = (config.as_object(), longest.div_ceil(MAX_ITEMS)) else {
+        // Written by Value's Display, the JSON writer the console already has (to_vec would
+        // be a second copy of it for another output type).
+        return planner::validate(config.to_string().as_bytes());
+    };
+    let mut whole = Document::default();
+    for part in 0..longest.div_ceil(MAX_ITEMS) {
+        let piece: Map<String, Value> = object
+            .iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    Value::Array(items) if LISTS.contains(&key.as_str()) => Value::Array(
+                        items
+                            .iter()
+                            .skip(part * MAX_ITEMS)
+                            .take(MAX_ITEMS)
+                            .cloned()
+                            .collect(),
+                    ),
+                    value => value.clone(),
+                };
+                (key.clone(), value)
+            })
+            .collect();
+        let document = planner::validate(Value::Object(piece).to_string().as_bytes())?;
+        whole.version = document.version;
+        extend(&mut whole.sites, document.sites);
+        extend(&mut whole.provider_accounts, document.provider_accounts);
+        extend(&mut whole.pools, document.pools);
+        extend(&mut whole.flavors, document.flavors);
+        extend(&mut whole.sandbox_templates, document.sandbox_templates);
+    }
+    Ok(whole)
+}
+
+fn extend<T>(list: &mut Option<Vec<T>>, more: Option<Vec<T>>) {
+    if let Some(more) = more {
+        list.get_or_insert_with(Vec::new).extend(more);
+    }
 }
 
 /// What `fleet.apply` answers.
