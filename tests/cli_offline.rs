@@ -1124,3 +1124,41 @@ fn text_that_is_not_utf8_is_located_and_a_byte_order_mark_named() {
         )
     );
 }
+
+#[test]
+fn a_key_no_header_can_hold_or_a_broken_url_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(
+        &["fleet", "status", "--tenant", "root"],
+        &[
+            ("BETTER_COMPUTE_URL", "http://127.0.0.1:9"),
+            ("BETTER_COMPUTE_TOKEN", "bc_secret\nrest"),
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: the API key in BETTER_COMPUTE_TOKEN holds a control character")
+            && !run.stderr.contains("secret"),
+        "{}",
+        run.stderr
+    );
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "status",
+            "--tenant",
+            "root",
+            "--url",
+            "http://[::1",
+        ],
+        &[("BETTER_COMPUTE_TOKEN", "t")],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: the server URL \"http://[::1\" is not a valid URL: "),
+        "{}",
+        run.stderr
+    );
+}

@@ -73,19 +73,35 @@ impl Connection {
             })?;
         // A key read from a file made with `echo` or a CI secret ends with a newline, which no
         // header value may hold: the key is the text without the whitespace around it.
-        let token = var(TOKEN_VAR)
-            .or(file.token)
-            .map(|token| token.trim().to_owned())
-            .filter(|token| !token.is_empty())
+        let (token, source) = var(TOKEN_VAR)
+            .map(|token| (token, TOKEN_VAR.to_owned()))
+            .or_else(|| {
+                file.token
+                    .map(|token| (token, format!("`token` in {file_name}")))
+            })
+            .map(|(token, source)| (token.trim().to_owned(), source))
+            .filter(|(token, _)| !token.is_empty())
             .ok_or_else(|| {
                 CliError::usage(format!(
                     "no API key: set {TOKEN_VAR}, or put `token = \"...\"` in {file_name}"
                 ))
             })?;
+        // No header may hold a control character: say where the key came from, never the key.
+        if token.chars().any(char::is_control) {
+            return Err(CliError::usage(format!(
+                "the API key in {source} holds a control character (a line break or tab inside \
+                 it?); an API key is one line of printable characters"
+            )));
+        }
         let url = url.trim().trim_end_matches('/').to_owned();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(CliError::usage(format!(
                 "the server URL {url:?} must start with http:// or https://"
+            )));
+        }
+        if let Err(err) = reqwest::Url::parse(&url) {
+            return Err(CliError::usage(format!(
+                "the server URL {url:?} is not a valid URL: {err}"
             )));
         }
         Ok(Connection { url, token })
@@ -179,6 +195,36 @@ mod tests {
             config: Some(path),
         };
         assert!(matches!(resolve(&flags, &[]), Err(CliError::Usage(m)) if m.contains(TOKEN_VAR)));
+    }
+
+    #[test]
+    fn a_key_with_a_control_character_or_a_broken_url_is_a_usage_error() {
+        let vars = [(URL_VAR, "http://x"), (TOKEN_VAR, "bc_secret\nrest")];
+        let err = resolve(&ConnectionFlags::default(), &vars).unwrap_err();
+        assert!(
+            matches!(&err, CliError::Usage(m) if m.contains(TOKEN_VAR) && !m.contains("secret")),
+            "{err}"
+        );
+        let (_dir, path) = temp_config("url = \"http://file\"\ntoken = \"bc_secret\\u0007\"\n");
+        let flags = ConnectionFlags {
+            url: None,
+            config: Some(path.clone()),
+        };
+        let err = resolve(&flags, &[]).unwrap_err();
+        let named = format!("`token` in {}", path.display());
+        assert!(
+            matches!(&err, CliError::Usage(m) if m.contains(&named) && !m.contains("secret")),
+            "{err}"
+        );
+        let flags = ConnectionFlags {
+            url: Some("http://[::1".into()),
+            config: None,
+        };
+        let err = resolve(&flags, &[(TOKEN_VAR, "t")]).unwrap_err();
+        assert!(
+            matches!(&err, CliError::Usage(m) if m.contains("not a valid URL")),
+            "{err}"
+        );
     }
 
     #[test]
