@@ -1484,6 +1484,55 @@ async fn a_fleet_name_is_not_an_unnamed_objects_id(db: Db) {
             "CONFLICT",
         )
         .await;
+    // Provider accounts and templates carry their names themselves: a name that is another's
+    // id is refused too (a document's reference by id would move to the newcomer), and a
+    // create whose key derives an id that is another's name.
+    let account = server_support::exported(&export, "providerAccount", "cloud")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let account_in = |name: &str, key: &str| json!({ "tenantId": "root", "name": name, "provider": "hetzner-cloud", "config": {}, "idempotencyKey": key });
+    let taken = fleet
+        .fails(
+            "providerAccount.create",
+            account_in(&account, "k-a"),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(taken.details["usedBy"], account.as_str(), "{taken:?}");
+    let future = planner::ids::derive_id(planner::Kind::ProviderAccount, caller, "k-b");
+    fleet
+        .ok("providerAccount.create", account_in(&future, "k-c"))
+        .await;
+    fleet
+        .fails(
+            "providerAccount.create",
+            account_in("other", "k-b"),
+            "CONFLICT",
+        )
+        .await;
+    let template = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "sandboxTemplate")
+        .expect("the demo has a template")
+        .clone();
+    let current = fleet
+        .ok(
+            "sandboxTemplate.get",
+            json!({ "tenantId": "root", "id": template["id"] }),
+        )
+        .await;
+    let mut copy = json!({ "tenantId": "root", "name": template["id"], "poolId": current["poolId"],
+        "flavorId": current["flavorId"], "imageId": "img", "network": current["network"] });
+    let taken = fleet
+        .fails("sandboxTemplate.create", copy.clone(), "CONFLICT")
+        .await;
+    assert_eq!(taken.details["usedBy"], template["id"], "{taken:?}");
+    copy["name"] = json!("fresh");
+    fleet.ok("sandboxTemplate.create", copy).await;
+
     // The export still plans back clean.
     let again = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))

@@ -855,6 +855,15 @@ async fn provider_account_create(
             taken,
         )
         .await?;
+    } else {
+        names_are_not_ids(
+            tx,
+            ("provider_accounts", Kind::ProviderAccount),
+            &i.tenant_id,
+            &i.name,
+            &id,
+        )
+        .await?;
     }
     Ok(id)
 }
@@ -1110,8 +1119,52 @@ async fn template_create(
         );
         let table = ("sandbox_templates", "sandboxTemplate");
         replayed(tx, table, &id, &i.tenant_id, taken).await?;
+    } else {
+        names_are_not_ids(
+            tx,
+            ("sandbox_templates", Kind::SandboxTemplate),
+            &i.tenant_id,
+            &i.name,
+            &id,
+        )
+        .await?;
     }
     Ok(id)
+}
+
+/// A new object's name must not be the id of another object of its kind in the tenant, nor
+/// its id another's name: documents name objects by name or by id, and one reference would
+/// then mean two objects (the name wins, and a document's reference by id would move to the
+/// newcomer). Fleet's own names of sites and pools are kept by [`record_name`].
+async fn names_are_not_ids(
+    tx: &mut Tx,
+    (table, kind): (&str, Kind),
+    tenant: &str,
+    name: &str,
+    id: &str,
+) -> Result<(), ApiError> {
+    let clash = format!(
+        "SELECT id, name FROM {table} WHERE tenant_id = $1 AND id <> $3 AND (id = $2 OR name = $3)"
+    );
+    let found: Vec<(String, String)> = sqlx::query_as(&clash)
+        .bind(tenant)
+        .bind(name)
+        .bind(id)
+        .fetch_all(&mut **tx)
+        .await?;
+    let Some((other, other_name)) = found.into_iter().next() else {
+        return Ok(());
+    };
+    let message = if other == name {
+        format!("{kind} name {name:?} is the id of {kind} {other}")
+    } else {
+        format!("{kind} {id} would have the name of {kind} {other} ({other_name:?}) as its id")
+    };
+    Err(ApiError::with(
+        Code::Conflict,
+        message,
+        json!({ "object": format!("{kind} {name}"), "usedBy": other }),
+    ))
 }
 
 /// A pool's revision moves with its owner quota entries and offers: archiving it removes
