@@ -1533,3 +1533,87 @@ async fn an_export_over_a_thousand_items_is_planned_against() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// A browser signed in as `key` (by the keyboard: the key typed, then Enter) on the plan
+/// view, the export fetched.
+async fn signed_in_plan_view(server: &Server, key: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    let input = wait_for(&browser, "#api-key").await;
+    input.send_keys(key).await.unwrap();
+    input.send_keys(&Key::Enter.to_string()).await.unwrap();
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    browser
+}
+
+/// Chooses `bytes`, written to a file `name`, in the plan view's file picker.
+async fn upload(browser: &Browser, keys: &TempDir, name: &str, bytes: &[u8]) {
+    let path = keys.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    wait_for(browser, "#document-file")
+        .await
+        .send_keys(path.to_str().unwrap())
+        .await
+        .unwrap();
+}
+
+/// Whether the Apply button is disabled.
+async fn apply_disabled(browser: &Browser) -> bool {
+    wait_for(browser, "#apply")
+        .await
+        .attr("disabled")
+        .await
+        .unwrap()
+        .is_some()
+}
+
+/// A file that is not UTF-8 is validated as its bytes, as the CLI and the server read it: a
+/// problem at the bad byte, no plan, Apply disabled (the browser's `text()` replaced the byte
+/// with U+FFFD, and the page called the file valid).
+#[tokio::test]
+async fn a_file_that_is_not_utf8_is_a_problem() {
+    let (server, admin, keys) = demo_server("console-not-utf8-key");
+    let browser = signed_in_plan_view(&server, &admin).await;
+    let bytes = b"{\"version\":1,\"sites\":[{\"name\":\"fra2\",\"kind\":\"shared\",\"region\":\"eu-\xff\"}]}";
+    let column = bytes.iter().position(|&b| b == 0xff).unwrap() + 1;
+    upload(&browser, &keys, "not-utf8.json", bytes).await;
+    let problems = wait_text(&browser, "#problems", |_| true).await;
+    assert!(
+        problems.contains(&format!(
+            "the document is not valid JSON: invalid unicode code point at line 1 column {column}"
+        )),
+        "{problems}"
+    );
+    assert!(browser.find(Locator::Css("#valid")).await.is_err());
+    wait_for(&browser, "#no-plan").await;
+    assert!(apply_disabled(&browser).await);
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// An empty file, or one of whitespace only, is a document that is not JSON, as the CLI says;
+/// an emptied editor is nothing entered yet.
+#[tokio::test]
+async fn an_empty_file_is_a_problem() {
+    let (server, admin, keys) = demo_server("console-empty-file-key");
+    let browser = signed_in_plan_view(&server, &admin).await;
+    for (name, bytes) in [("empty.json", &b""[..]), ("blank.json", &b" \n\t\n"[..])] {
+        paste(&browser, "{\"version\": 1}").await;
+        wait_for(&browser, "#valid").await;
+        upload(&browser, &keys, name, bytes).await;
+        let problems = wait_text(&browser, "#problems", |_| true).await;
+        assert!(
+            problems.contains("the document is not valid JSON: EOF while parsing a value"),
+            "{name}: {problems}"
+        );
+        assert!(apply_disabled(&browser).await);
+    }
+    paste(&browser, "").await;
+    wait_text(&browser, "#validation", |t| t.contains("as you type")).await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

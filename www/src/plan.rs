@@ -73,6 +73,9 @@ pub fn PlanView() -> impl IntoView {
     let console = expect_context::<Console>();
     let text = RwSignal::new(String::new());
     let file_name = RwSignal::new(None::<String>);
+    // A file's bytes when they are not UTF-8: validated as they are (the editor holds them
+    // with replacement characters, which are not the file), until the text is edited.
+    let raw = RwSignal::new(None::<Vec<u8>>);
     let prune = RwSignal::new(false);
     let applying = RwSignal::new(Applying::Idle);
     // How long the last validation, plan and display took (shown under the plan, and
@@ -80,11 +83,17 @@ pub fn PlanView() -> impl IntoView {
     let timing = StoredValue::new(Timing::default());
     let shown_timing = RwSignal::new(None::<Timing>);
 
-    // Validation as you type; `None` for an empty editor.
+    // Validation as you type; `None` for an empty editor (an empty file is a document that
+    // is not JSON, as the CLI says).
     let validated = Memo::new(move |_| {
         let start = mark("validate-start");
-        let validated =
-            text.with(|t| (!t.trim().is_empty()).then(|| planner::validate(t.as_bytes())));
+        let from_file = file_name.with(Option::is_some);
+        let validated = raw.with(|raw| match raw {
+            Some(bytes) => Some(planner::validate(bytes)),
+            None => text.with(|t| {
+                (from_file || !t.trim().is_empty()).then(|| planner::validate(t.as_bytes()))
+            }),
+        });
         let ms = measure("validate", "validate-start", start);
         timing.update_value(|t| t.validate = ms);
         validated
@@ -182,6 +191,7 @@ pub fn PlanView() -> impl IntoView {
 
     let set_text = move |value: String| {
         show_all.set(false);
+        raw.set(None);
         text.set(value);
         applying.update(|a| {
             if matches!(a, Applying::Done(..)) {
@@ -255,9 +265,18 @@ pub fn PlanView() -> impl IntoView {
     let read_file = move |file: web_sys::File| {
         file_name.set(Some(file.name()));
         spawn_local(async move {
-            match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                Ok(content) => load_text(content.as_string().unwrap_or_default()),
-                Err(_) => load_text(String::new()),
+            // The bytes, not `text()`: that replaces invalid UTF-8 with U+FFFD, and the page
+            // would call a file valid that the CLI and the server refuse.
+            let bytes = match wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
+                Ok(buffer) => js_sys::Uint8Array::new(&buffer).to_vec(),
+                Err(_) => Vec::new(),
+            };
+            match String::from_utf8(bytes) {
+                Ok(content) => load_text(content),
+                Err(e) => {
+                    load_text(String::from_utf8_lossy(e.as_bytes()).into_owned());
+                    raw.set(Some(e.into_bytes()));
+                }
             }
         });
     };
