@@ -598,6 +598,30 @@ fn usage_errors_exit_2() {
         ],
         &["fleet", "validate"],
         &["fleet", "frobnicate"],
+        // A connection flag twice is refused at either level, not the later one silently used.
+        &[
+            "fleet", "status", "--tenant", "root", "--url", "http://a", "--url", "http://b",
+        ],
+        &[
+            "fleet", "--url", "http://a", "status", "--tenant", "root", "--url", "http://b",
+        ],
+        &[
+            "fleet",
+            "--url=http://a",
+            "status",
+            "--tenant",
+            "root",
+            "--url",
+            "http://b",
+        ],
+        &[
+            "fleet",
+            "--config",
+            "a.toml",
+            "validate",
+            "fleet.json",
+            "--config=b.toml",
+        ],
     ];
     for args in cases {
         let run = sandbox.run(args, &[]);

@@ -1065,3 +1065,34 @@ fn apply_yes_output_json_prints_nothing_on_a_blocked_plan() {
         assert_eq!(plan["summary"]["blocked"], true, "{file}: {plan}");
     }
 }
+
+#[test]
+fn the_printed_plan_hash_command_protects_a_file_starting_with_a_dash() {
+    let d = Deployment::start(&[]);
+    d.write(
+        "-site.json",
+        &json!({ "version": 1, "sites": [{ "name": "waw", "kind": "shared", "region": "eu-central" }] }),
+    );
+    let review = d.cli(&["fleet", "apply", "--tenant", "root", "--", "-site.json"]);
+    assert_eq!(review.code, 0, "{review:?}");
+    let hash = plan_hash_of(&review.stdout);
+    let command = review
+        .stdout
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("Nothing was applied. To apply this exact plan: "))
+        .unwrap_or_else(|| panic!("{}", review.stdout))
+        .to_owned();
+    assert_eq!(
+        command,
+        format!("better-compute fleet apply ./-site.json --tenant root --plan-hash {hash}")
+    );
+    let words: Vec<&str> = command.split(' ').skip(1).collect();
+    let applied = d.cli(&words);
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert!(
+        applied.stdout.ends_with("Applied 1 call.\n"),
+        "{}",
+        applied.stdout
+    );
+}

@@ -295,7 +295,7 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         .collect();
     let later = format!(
         "better-compute fleet apply {} --tenant {}{}{connection} --plan-hash {}",
-        shell_word(&request.file.display().to_string()),
+        shell_word(&file_word(&request.file)),
         shell_word(&request.tenant),
         if request.prune { " --prune" } else { "" },
         planned.plan_hash
@@ -746,6 +746,17 @@ fn count(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+/// A document's path as a command's word: one starting with `-` gets `./`, else the command
+/// would read it as a flag.
+fn file_word(file: &Path) -> String {
+    let text = file.display().to_string();
+    if text.starts_with('-') {
+        format!("./{text}")
+    } else {
+        text
     }
 }
 

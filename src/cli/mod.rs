@@ -258,7 +258,44 @@ fn parse() -> Cli {
     });
     let mut command = command;
     let matches = command.get_matches_mut();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut command).exit())
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut command).exit());
+    if let Command::Fleet(_) = cli.command {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if let Some(flag) = repeated_connection_flag(&args) {
+            command.build();
+            let fleet = command
+                .find_subcommand_mut("fleet")
+                .expect("fleet is a subcommand");
+            fleet
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "the argument '{flag}' cannot be used multiple times (after `fleet` \
+                         or after its subcommand, once)"
+                    ),
+                )
+                .exit();
+        }
+    }
+    cli
+}
+
+/// `--url` or `--config` when given twice to a fleet command. clap refuses a repeat within
+/// one level (`fleet status --url A --url B`) but lets the subcommand's silently win over
+/// `fleet --url A status --url B`: both are refused alike. Counts the words before `--`.
+fn repeated_connection_flag(args: &[std::ffi::OsString]) -> Option<&'static str> {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .map(|arg| arg.to_str().unwrap_or(""))
+        .take_while(|word| *word != "--")
+        .collect();
+    ["--url", "--config"].into_iter().find(|flag| {
+        let given = |word: &&&str| {
+            **word == *flag || word.strip_prefix(*flag).is_some_and(|v| v.starts_with('='))
+        };
+        words.iter().filter(given).count() > 1
+    })
 }
 
 /// Resolves the fleet command's configuration once, then runs its operation.
