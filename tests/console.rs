@@ -1617,3 +1617,24 @@ async fn an_empty_file_is_a_problem() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// The path button of a problem of the whole document (path "") puts the caret at the
+/// document's first character.
+#[tokio::test]
+async fn a_problem_of_the_whole_document_shows_its_start() {
+    let (server, admin, _keys) = demo_server("console-root-problem-key");
+    let browser = signed_in_plan_view(&server, &admin).await;
+    paste(&browser, "\n  [1, 2]\n").await;
+    let problems = wait_text(&browser, "#problems", |_| true).await;
+    assert!(
+        problems.contains("a document must be an object, not a list"),
+        "{problems}"
+    );
+    click(&browser, "#problems button.path").await;
+    expect_focus(&browser, "document").await;
+    assert_eq!(
+        selection(&browser).await,
+        json!({ "start": 3, "end": 3, "text": "" })
+    );
+    browser.close().await;
+}

@@ -237,12 +237,21 @@ pub fn PlanView() -> impl IntoView {
             };
             let problem = invalid.problems.get(index)?;
             text.with_untracked(|t| {
-                let at = planner::locate::locate_problem(t, problem)?;
                 let lines = t.bytes().filter(|&b| b == b'\n').count() + 1;
+                let (start, end, line) = match planner::locate::locate_problem(t, problem) {
+                    Some(at) => (at.start, at.end, at.line),
+                    // A problem of the whole document (`[1, 2]`): its first character.
+                    None if problem.path.is_empty() => {
+                        let start = t.len() - t.trim_start().len();
+                        let line = t[..start].bytes().filter(|&b| b == b'\n').count() + 1;
+                        (start, start, line)
+                    }
+                    None => return None,
+                };
                 Some((
-                    editor_offset(t, at.start)?,
-                    editor_offset(t, at.end)?,
-                    at.line,
+                    editor_offset(t, start)?,
+                    editor_offset(t, end)?,
+                    line,
                     lines,
                 ))
             })
