@@ -1638,3 +1638,79 @@ async fn a_problem_of_the_whole_document_shows_its_start() {
     );
     browser.close().await;
 }
+
+/// Holds the page's requests of `method` for `ms` milliseconds (`"fail"`: they fail as an
+/// unreachable server's do), from now on.
+async fn hold_requests(browser: &Browser, method: &str, ms: Value) {
+    browser
+        .execute(
+            "if (!window.__hold) { window.__hold = {}; const f = window.fetch; \
+               window.fetch = (url, init) => { const hold = window.__hold[String(url).split('/api/')[1]]; \
+                 if (hold === 'fail') return Promise.reject(new TypeError('Failed to fetch')); \
+                 if (hold) return new Promise((r) => setTimeout(r, hold)).then(() => f(url, init)); \
+                 return f(url, init); }; } \
+             window.__hold[arguments[0]] = arguments[1];",
+            vec![json!(method), ms],
+        )
+        .await
+        .unwrap();
+}
+
+/// After a sign-in (Enter in the key's field) the selected tab has the focus, not the page's
+/// top; while an apply is sent Apply keeps it (aria-disabled, "Applying…") and a status says
+/// so; then the answer's button takes it.
+#[tokio::test]
+async fn the_focus_follows_the_sign_in_and_the_apply() {
+    let (server, admin, _keys) = demo_server("console-focus-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    let input = wait_for(&browser, "#api-key").await;
+    input.send_keys(&admin).await.unwrap();
+    input.send_keys(&Key::Enter.to_string()).await.unwrap();
+    expect_focus(&browser, "tab-drift").await;
+
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    hold_requests(&browser, "fleet.apply", json!(1000)).await;
+    // What the page is like the moment "Applying…" shows.
+    browser
+        .execute(
+            "new MutationObserver((_, observer) => { const status = document.querySelector('#applying'); \
+               if (!status) return; observer.disconnect(); const apply = document.querySelector('#apply'); \
+               window.__sending = { focus: document.activeElement.id || document.activeElement.tagName, \
+                 role: status.getAttribute('role'), status: status.textContent, label: apply.textContent, \
+                 ariaDisabled: apply.getAttribute('aria-disabled'), disabled: apply.disabled }; \
+             }).observe(document.body, { childList: true, subtree: true });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    wait_text(&browser, "#apply-result", |t| t.contains("Applied")).await;
+    let sending = browser
+        .execute("return window.__sending;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(sending["focus"], "apply", "{sending}");
+    assert_eq!(sending["role"], "status", "{sending}");
+    assert!(
+        sending["status"].as_str().unwrap().starts_with("Applying…"),
+        "{sending}"
+    );
+    assert!(
+        sending["label"].as_str().unwrap().contains("Applying…"),
+        "{sending}"
+    );
+    assert_eq!(sending["ariaDisabled"], "true", "{sending}");
+    assert_eq!(sending["disabled"], false, "{sending}");
+    expect_focus(&browser, "show-drift").await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

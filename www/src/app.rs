@@ -208,6 +208,25 @@ fn Views() -> impl IntoView {
             let _ = button.focus();
         }
     };
+    // The sign-in form that had the focus is gone once the views mount: the selected tab
+    // takes it (the keyboard's way into the tabs), not the page's top. Also on a load with a
+    // session kept in the tab, where nothing had it.
+    Effect::new(move |_| {
+        let index = TABS
+            .iter()
+            .position(|t| t.0 == tab.get_untracked())
+            .unwrap_or(0);
+        let Some(button) = buttons[index].get() else {
+            return;
+        };
+        let lost = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.active_element())
+            .is_none_or(|e| e.tag_name() == "BODY");
+        if lost {
+            let _ = button.focus();
+        }
+    });
     let tab_buttons = TABS
         .iter()
         .zip(buttons)

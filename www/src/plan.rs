@@ -770,11 +770,13 @@ fn ApplyPanel(
         // (Apply now, Cancel, the disabled Apply while sending), the answer's button, the
         // error (focusable for this: Apply is still disabled when this runs) or the Apply
         // button takes it, so the keyboard is not sent back to the page's top.
+        // While it sends, Apply (aria-disabled, "Applying…") keeps the focus; then the
+        // answer's button or error takes it from Apply.
         let confirming = matches!(applying.get_untracked(), Applying::Confirming);
         let lost = web_sys::window()
             .and_then(|w| w.document())
             .and_then(|d| d.active_element())
-            .is_none_or(|e| e.tag_name() == "BODY");
+            .is_none_or(|e| e.tag_name() == "BODY" || e.id() == "apply");
         if !(confirming || lost) {
             return;
         }
@@ -788,10 +790,8 @@ fn ApplyPanel(
             let _ = target.focus();
         }
     });
-    let can_apply = move || {
-        planned.with(|p| p.as_ref().is_some_and(|p| !p.is_blocked()))
-            && !matches!(applying.get(), Applying::Sending)
-    };
+    let can_apply = move || planned.with(|p| p.as_ref().is_some_and(|p| !p.is_blocked()));
+    let sending = move || matches!(applying.get(), Applying::Sending);
     let send = move || {
         let Some(key) = console.key.get_untracked() else {
             return;
@@ -830,9 +830,15 @@ fn ApplyPanel(
                         node_ref=apply_button
                         type="button"
                         disabled=move || !can_apply()
-                        on:click=move |_| applying.set(Applying::Confirming)
+                        // Not `disabled` while it sends: the button keeps the focus.
+                        aria-disabled=move || sending().to_string()
+                        on:click=move |_| {
+                            if !matches!(applying.get_untracked(), Applying::Sending) {
+                                applying.set(Applying::Confirming)
+                            }
+                        }
                     >
-                        {move || if matches!(applying.get(), Applying::Sending) { "Applying…" } else { "Apply…" }}
+                        {move || if sending() { "Applying…" } else { "Apply…" }}
                     </button>
                 </div>
             </div>
@@ -885,7 +891,14 @@ fn ApplyPanel(
 fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: &str) -> String {
     let mut m = Markup::default();
     match applying {
-        Applying::Idle | Applying::Sending => {}
+        Applying::Idle => {}
+        Applying::Sending => {
+            m.element(
+                "p",
+                &[("id", "applying"), ("class", "muted"), ("role", "status")],
+                "Applying… The server runs the calls in one transaction.",
+            );
+        }
         Applying::Confirming => {
             let (summary, calls) = planned
                 .with_untracked(|p| p.as_ref().map(|p| (p.summary, p.calls.len())))
