@@ -540,7 +540,10 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     wait_for(&browser, "#export-info").await;
     // Refreshing the export keeps the focus on its button while it fetches and after.
     click(&browser, "#refresh-export").await;
-    wait_text(&browser, "#refresh-export", |t| t == "Refresh export").await;
+    wait_text(&browser, "#refresh-export", |t| {
+        t.starts_with("Refresh export")
+    })
+    .await;
     wait_for(&browser, "#export-info").await;
     expect_focus(&browser, "refresh-export").await;
 
@@ -1548,6 +1551,23 @@ async fn signed_in_plan_view(server: &Server, key: &str) -> Browser {
     browser
 }
 
+/// Holds the page's requests of `method` for `ms` milliseconds (`"fail"`: they fail as an
+/// unreachable server's do), from now on.
+async fn hold_requests(browser: &Browser, method: &str, ms: Value) {
+    browser
+        .execute(
+            "if (!window.__hold) { window.__hold = {}; const f = window.fetch; \
+               window.fetch = (url, init) => { const hold = window.__hold[String(url).split('/api/')[1]]; \
+                 if (hold === 'fail') return Promise.reject(new TypeError('Failed to fetch')); \
+                 if (hold) return new Promise((r) => setTimeout(r, hold)).then(() => f(url, init)); \
+                 return f(url, init); }; } \
+             window.__hold[arguments[0]] = arguments[1];",
+            vec![json!(method), ms],
+        )
+        .await
+        .unwrap();
+}
+
 /// Chooses `bytes`, written to a file `name`, in the plan view's file picker.
 async fn upload(browser: &Browser, keys: &TempDir, name: &str, bytes: &[u8]) {
     let path = keys.path().join(name);
@@ -1639,23 +1659,6 @@ async fn a_problem_of_the_whole_document_shows_its_start() {
     browser.close().await;
 }
 
-/// Holds the page's requests of `method` for `ms` milliseconds (`"fail"`: they fail as an
-/// unreachable server's do), from now on.
-async fn hold_requests(browser: &Browser, method: &str, ms: Value) {
-    browser
-        .execute(
-            "if (!window.__hold) { window.__hold = {}; const f = window.fetch; \
-               window.fetch = (url, init) => { const hold = window.__hold[String(url).split('/api/')[1]]; \
-                 if (hold === 'fail') return Promise.reject(new TypeError('Failed to fetch')); \
-                 if (hold) return new Promise((r) => setTimeout(r, hold)).then(() => f(url, init)); \
-                 return f(url, init); }; } \
-             window.__hold[arguments[0]] = arguments[1];",
-            vec![json!(method), ms],
-        )
-        .await
-        .unwrap();
-}
-
 /// After a sign-in (Enter in the key's field) the selected tab has the focus, not the page's
 /// top; while an apply is sent Apply keeps it (aria-disabled, "Applying…") and a status says
 /// so; then the answer's button takes it.
@@ -1710,6 +1713,106 @@ async fn the_focus_follows_the_sign_in_and_the_apply() {
     assert_eq!(sending["ariaDisabled"], "true", "{sending}");
     assert_eq!(sending["disabled"], false, "{sending}");
     expect_focus(&browser, "show-drift").await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// The width of the element `css`, in CSS pixels.
+async fn width(browser: &Browser, css: &str) -> f64 {
+    browser
+        .execute(
+            "return document.querySelector(arguments[0]).getBoundingClientRect().width;",
+            vec![json!(css)],
+        )
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+/// Axe's findings: kind headings are h3 under the cards' h2 (no h4 anywhere), the scrolling
+/// list of calls is focusable and named; Check now and Refresh export keep their width while
+/// they work; a failed refresh of the export says the plan is against the export fetched
+/// before.
+#[tokio::test]
+async fn headings_scrolling_calls_steady_buttons_and_a_failed_refresh() {
+    let (server, admin, _keys) = demo_server("console-minor-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(&admin)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    wait_for(&browser, "#applied-plan-hash").await;
+
+    // Check now, held in flight.
+    let before = width(&browser, "#check-now").await;
+    hold_requests(&browser, "fleet.check", json!(1500)).await;
+    click(&browser, "#check-now").await;
+    wait_text(&browser, "#check-now", |t| t.starts_with("Checking…")).await;
+    assert_eq!(width(&browser, "#check-now").await, before);
+    wait_text(&browser, "#check-now", |t| t.starts_with("Check now")).await;
+    let changes = wait_text(&browser, "#drift-changes", |t| t.contains("vps-fra")).await;
+    assert!(!changes.is_empty());
+    let headings = browser
+        .execute(
+            "return [document.querySelectorAll('h4').length, \
+                     document.querySelectorAll('#drift-changes h3').length];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(headings, json!([0, 1]));
+
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    let calls = browser
+        .execute(
+            "const pre = document.querySelector('#plan-calls'); \
+             return [pre.getAttribute('tabindex'), pre.getAttribute('role'), pre.getAttribute('aria-label'), \
+                     document.querySelectorAll('h4').length, \
+                     document.querySelectorAll('#plan-changes h3').length];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(calls, json!(["0", "region", "The calls, in order", 0, 1]));
+
+    // Refresh export, held in flight; then one that fails.
+    let fetched = wait_text(&browser, "#export-fetched", |_| true).await;
+    let before = width(&browser, "#refresh-export").await;
+    hold_requests(&browser, "fleet.export", json!(1500)).await;
+    click(&browser, "#refresh-export").await;
+    wait_text(&browser, "#refresh-export", |t| t.starts_with("Fetching…")).await;
+    assert_eq!(width(&browser, "#refresh-export").await, before);
+    wait_text(&browser, "#refresh-export", |t| {
+        t.starts_with("Refresh export")
+    })
+    .await;
+    let fetched = wait_text(&browser, "#export-fetched", |t| t != fetched).await;
+    hold_requests(&browser, "fleet.export", json!("fail")).await;
+    click(&browser, "#refresh-export").await;
+    let error = wait_text(&browser, "#export-error", |_| true).await;
+    assert!(
+        error.starts_with(&format!(
+            "Refreshing the export failed; the plan is against the export fetched at {fetched}: NETWORK"
+        )),
+        "{error}"
+    );
+    assert_eq!(
+        wait_text(&browser, "#export-fetched", |_| true).await,
+        fetched
+    );
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    assert!(!apply_disabled(&browser).await);
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

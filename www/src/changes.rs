@@ -91,11 +91,11 @@ pub fn changes_html<'a>(changes: impl Iterator<Item = ChangeRef<'a>>, limit: usi
     for group in shown.chunk_by(|a, b| a.kind == b.kind) {
         let kind = group[0].kind;
         m.open("section", &[("class", "kind-group"), ("data-kind", kind)])
-            .open("h4", &[])
+            .open("h3", &[])
             .text(kind_title(kind))
             .text(" ")
             .element("span", &[("class", "count")], &group.len().to_string())
-            .close("h4")
+            .close("h3")
             .open("ul", &[]);
         for change in group.iter().take(limit) {
             change_item(&mut m, change);

@@ -28,6 +28,7 @@ pub fn DriftView() -> impl IntoView {
                 <div class="actions">
                     <button
                             id="check-now"
+                            class="steady"
                             hidden=move || !console.check_available.get() || never_applied()
                             type="button"
                             // Not `disabled`: the button keeps the focus while it works.
@@ -38,7 +39,10 @@ pub fn DriftView() -> impl IntoView {
                                 }
                             }
                         >
-                            {move || if checking() { "Checking…" } else { "Check now" }}
+                            <span>{move || if checking() { "Checking…" } else { "Check now" }}</span>
+                            // Both labels, hidden: the button keeps the longer one's width.
+                            <span class="reserve" aria-hidden="true">"Check now"</span>
+                            <span class="reserve" aria-hidden="true">"Checking…"</span>
                         </button>
                 </div>
             </div>

@@ -299,7 +299,7 @@ pub fn PlanView() -> impl IntoView {
                     <button
                         id="refresh-export"
                         type="button"
-                        class="secondary"
+                        class="secondary steady"
                         // Not `disabled`: the button keeps the focus while it works.
                         aria-disabled=move || console.export.with(|e| e.loading).to_string()
                         on:click=move |_| {
@@ -308,7 +308,10 @@ pub fn PlanView() -> impl IntoView {
                             }
                         }
                     >
-                        {move || if console.export.with(|e| e.loading) { "Fetching…" } else { "Refresh export" }}
+                        <span>{move || if console.export.with(|e| e.loading) { "Fetching…" } else { "Refresh export" }}</span>
+                        // Both labels, hidden: the button keeps the longer one's width.
+                        <span class="reserve" aria-hidden="true">"Refresh export"</span>
+                        <span class="reserve" aria-hidden="true">"Fetching…"</span>
                     </button>
                     <button
                         id="download-export"
@@ -507,23 +510,31 @@ fn ExportLine() -> impl IntoView {
 
 fn export_html(load: &crate::state::Load<api::Exported>) -> String {
     let mut m = Markup::default();
-    match (&load.value, &load.error) {
-        (_, Some(error)) => {
-            m.open(
-                "p",
-                &[
-                    ("id", "export-error"),
-                    ("class", "alert error"),
-                    ("role", "alert"),
-                ],
-            )
-            .text("The export could not be fetched: ")
-            .element("code", &[], &error.code)
-            .text(" ")
-            .text(&error.message)
-            .close("p");
+    if let Some(error) = &load.error {
+        m.open(
+            "p",
+            &[
+                ("id", "export-error"),
+                ("class", "alert error"),
+                ("role", "alert"),
+            ],
+        );
+        // A failed refresh: the plan and Apply still use the export fetched before.
+        match &load.value {
+            Some(exported) => m
+                .text("Refreshing the export failed; the plan is against the export fetched at ")
+                .text(&utc(exported.fetched_at as i64))
+                .text(": "),
+            None => m.text("The export could not be fetched: "),
         }
-        (Some(exported), None) => {
+        .element("code", &[], &error.code)
+        .text(" ")
+        .text(&error.message)
+        .close("p");
+    }
+    match (&load.value, &load.error) {
+        (None, Some(_)) => {}
+        (Some(exported), _) => {
             let missing = exported
                 .export
                 .missing
@@ -725,7 +736,17 @@ fn plan_html(plan: &Plan, limit: usize) -> String {
                 if count == 1 { "call" } else { "calls" }
             ),
         )
-        .element("pre", &[("id", "plan-calls")], "")
+        // Scrolls: in the Tab order, so the keyboard can scroll it, and named.
+        .element(
+            "pre",
+            &[
+                ("id", "plan-calls"),
+                ("tabindex", "0"),
+                ("role", "region"),
+                ("aria-label", "The calls, in order"),
+            ],
+            "",
+        )
         .close("details")
         .open("p", &[("class", "hashline")])
         .text("planHash ")
