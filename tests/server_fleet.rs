@@ -1550,6 +1550,71 @@ both!(
     a_fleet_name_is_not_an_unnamed_objects_id
 );
 
+/// A pool archived, a pool named by its old id, then the first pool again: its create would
+/// bring the archived row back under that id, and one reference would mean two pools. The plan
+/// says so and blocks; the same create by hand is CONFLICT (found by a fuzzing audit).
+async fn a_revived_pool_cannot_take_a_name_as_its_id(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let site = json!({ "name": "s", "kind": "shared", "region": "r" });
+    let apply = |pools: Value, prune: bool| {
+        json!({ "tenantId": "root", "prune": prune,
+                "config": { "version": 1, "sites": [site.clone()], "pools": pools } })
+    };
+    let n = json!([{ "name": "n", "site": "s", "class": "vps-host" }]);
+    fleet.ok("fleet.apply", apply(n.clone(), false)).await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let old_id = server_support::exported(&export, "pool", "n")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fleet.ok("fleet.apply", apply(json!([]), true)).await;
+    fleet
+        .ok(
+            "fleet.apply",
+            apply(
+                json!([{ "name": old_id, "site": "s", "class": "vps-host" }]),
+                false,
+            ),
+        )
+        .await;
+    let blocked = fleet
+        .fails("fleet.apply", apply(n, false), "PLAN_BLOCKED")
+        .await;
+    assert!(
+        blocked
+            .message
+            .contains(&format!("which pool \"{old_id}\" has as its name")),
+        "{blocked:?}"
+    );
+    let site_id = server_support::exported(&export, "site", "s")["id"].clone();
+    let by_hand = fleet
+        .fails(
+            "pool.create",
+            json!({ "tenantId": "root", "siteId": site_id, "class": "vps-host", "idempotencyKey": "fleet:root:pool:n" }),
+            "CONFLICT",
+        )
+        .await;
+    assert_eq!(
+        by_hand.details["usedBy"].as_str().map(|u| u != old_id),
+        Some(true),
+        "{by_hand:?}"
+    );
+    // The fleet is as it was: one pool, named by the old id, and the export plans back clean.
+    let again = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let plan = fleet
+        .ok(
+            "fleet.plan",
+            json!({ "tenantId": "root", "config": again["config"], "prune": true }),
+        )
+        .await;
+    assert_eq!(plan["calls"], json!([]), "{plan}");
+}
+both!(revived_pool, a_revived_pool_cannot_take_a_name_as_its_id);
+
 /// A key of fleet's form names the call's own tenant, kind and object (found by a fuzzing
 /// audit: a name no document can have, another tenant's key, or a key naming another object
 /// each made a plan that never converged).

@@ -539,6 +539,21 @@ async fn record_name(
     )
     .await?;
     let mut other = taken.into_iter().next().map(|(other,)| other);
+    // Or another object whose fleet name is this one's id (a pool archived, then named by its
+    // old id, then created again under that id): one reference would mean both.
+    if other.is_none() {
+        let taken: Vec<(String,)> = fetch(
+            tx,
+            "object_id",
+            named,
+            None,
+            &[tenant, kind.as_str(), id, id],
+        )
+        .await?;
+        if let Some((by,)) = taken.into_iter().next() {
+            return Err(taken_by(by, id));
+        }
+    }
     // Or an object of the kind whose id is this name, named by fleet or not (an unnamed one
     // exports under its id; any may be named by its id in a document); or a pool offered to
     // the tenant.

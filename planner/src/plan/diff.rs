@@ -868,6 +868,21 @@ impl<'a> Planner<'a> {
         };
         let cur = match existing {
             None => {
+                // Its create gives it the id it derives (bringing back the archived pool of
+                // the same name, if any): a pool that has that id as its name (allowed while
+                // the archived one was gone) would make one reference mean both, and the
+                // server refuses the create.
+                if let Cow::Owned(id) = &pool_id
+                    && (self.cur_pools.by_name.contains_key(id.as_str())
+                        || self
+                            .pool_ids
+                            .get(id.as_str())
+                            .is_some_and(|other| other != id))
+                {
+                    notes.push(format!(
+                        "its create would give it the id {id}, which pool \"{id}\" has as its name"
+                    ));
+                }
                 let call = Call::PoolCreate(PoolCreate {
                     tenant_id: self.tenant.to_owned(),
                     idempotency_key: Some(self.key(Kind::Pool, &p.name)),

@@ -829,6 +829,44 @@ fn flavors_on_an_offered_pool_are_blocked() {
 }
 
 #[test]
+fn a_pool_whose_create_takes_another_pools_name_as_its_id_is_blocked() {
+    // Pool "n" archived, then a pool named by n's old id, then "n" again: its create derives
+    // (and revives) that id, and one reference would mean two pools (a fuzzing audit).
+    let id = crate::ids::derive_id(
+        Kind::Pool,
+        "usr_ops",
+        &crate::ids::idempotency_key("root", Kind::Pool, "n"),
+    );
+    let named = format!(
+        r#"{{"version": 1, "sites": [{{"name": "fra", "kind": "shared", "region": "eu"}}],
+            "pools": [{{"name": "{id}", "site": "fra", "class": "vps-host"}}]}}"#
+    );
+    let ex = export(&named, &[]);
+    let doc = r#"{"version": 1, "pools": [{"name": "n", "site": "fra", "class": "vps-host"}]}"#;
+    let p = check(
+        doc,
+        &ex,
+        KEEP,
+        &format!(
+            r#"pool n create blocked: its create would give it the id {id}, which pool "{id}" has as its name"#
+        ),
+    );
+    assert!(p.calls.is_empty(), "{:?}", p.calls);
+    // Both in one document, both new: the same.
+    let both = format!(
+        r#"{{"version": 1, "sites": [{{"name": "fra", "kind": "shared", "region": "eu"}}],
+            "pools": [{{"name": "n", "site": "fra", "class": "vps-host"}}, {{"name": "{id}", "site": "fra", "class": "vps-host"}}]}}"#
+    );
+    let p = plan(
+        &validate(both.as_bytes()).unwrap(),
+        &export(r#"{"version": 1}"#, &[]),
+        KEEP,
+    );
+    let n = p.changes.iter().find(|c| c.name == "n").unwrap();
+    assert!(n.blocked, "{n:?}");
+}
+
+#[test]
 fn a_pool_named_like_an_offered_pools_id_is_blocked() {
     // The tenant's templates name the offered pool by that id, and its export writes it so: a
     // pool of its own by that name would make both mean two pools (a fuzzing audit found plans
