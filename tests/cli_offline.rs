@@ -1186,3 +1186,104 @@ fn a_key_no_header_can_hold_or_a_broken_url_is_a_usage_error() {
         run.stderr
     );
 }
+
+/// Standard input read from the file `name` in the sandbox.
+fn stdin_from(sandbox: &Sandbox, name: &str) -> Stdio {
+    Stdio::from(std::fs::File::open(sandbox.path(name)).unwrap())
+}
+
+#[test]
+fn a_dash_is_standard_input_for_documents_and_standard_output_for_export() {
+    let sandbox = Sandbox::new();
+    let export = export_of(&current());
+    sandbox.write("export.json", &export);
+    sandbox.write("fleet.json", &reviewed());
+    std::fs::write(sandbox.path("bad.json"), "{\n  \"version\": 2\n}\n").unwrap();
+    let piped = |args: &[&str], vars: &[(&str, &str)], file: &str| {
+        sandbox.run_with(args, vars, |command| {
+            command.stdin(stdin_from(&sandbox, file));
+        })
+    };
+
+    let run = piped(&["fleet", "validate", "-"], &[], "fleet.json");
+    assert_eq!((run.code, run.stdout.as_str()), (0, "<stdin>: valid\n"));
+    let run = piped(&["fleet", "validate", "fleet.json", "-"], &[], "bad.json");
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "fleet.json: valid\n");
+    assert!(
+        run.stderr.starts_with("<stdin>:2:14: version: ")
+            && run
+                .stderr
+                .ends_with("error: INVALID_INPUT: 1 of 2 files do not validate\n"),
+        "{}",
+        run.stderr
+    );
+    let run = piped(&["fleet", "validate", "-", "-"], &[], "fleet.json");
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (2, "error: standard input (-) can be read only once\n")
+    );
+
+    // plan reads it as it reads a file.
+    let from_file = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    let run = piped(
+        &["fleet", "plan", "-", "--state", "export.json"],
+        &[],
+        "fleet.json",
+    );
+    assert_eq!(
+        (run.code, &run.stdout),
+        (0, &from_file.stdout),
+        "{}",
+        run.stderr
+    );
+
+    // apply's review prints `-` as it is: the next run reads standard input again.
+    let plan = serde_json::to_value(planned(&reviewed(), &export, false)).unwrap();
+    let hash = plan["planHash"].as_str().unwrap().to_owned();
+    let stub = Stub::start(move |_| Some((200, plan.clone())));
+    let vars = [
+        ("BETTER_COMPUTE_URL", stub.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let run = piped(
+        &["fleet", "apply", "-", "--tenant", "root"],
+        &vars,
+        "fleet.json",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.ends_with(&format!(
+            "Nothing was applied. To apply this exact plan: better-compute fleet apply - \
+             --tenant root --plan-hash {hash}\n"
+        )),
+        "{}",
+        run.stdout
+    );
+
+    // export --out - is standard output; --state - is refused.
+    let stub = Stub::start(|_| Some((200, json!({ "config": { "version": 1 }, "missing": [] }))));
+    let vars = [
+        ("BETTER_COMPUTE_URL", stub.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let run = sandbox.run(
+        &[
+            "fleet", "export", "--tenant", "root", "--out", "-", "--state", "st.json",
+        ],
+        &vars,
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "{\n  \"version\": 1\n}\n", "")
+    );
+    assert!(sandbox.path("st.json").is_file() && !sandbox.path("-").exists());
+    let run = sandbox.run(
+        &["fleet", "export", "--tenant", "root", "--state", "-"],
+        &vars,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}

@@ -50,7 +50,14 @@ pub fn export(
     connect: impl FnOnce() -> Result<Client, CliError>,
     request: &ExportRequest,
 ) -> Result<(), CliError> {
-    if let (Some(out), Some(state)) = (&request.out, &request.state)
+    if request.state.as_deref().is_some_and(is_stdin) {
+        return Err(CliError::usage(
+            "--state needs a file: standard output (-) carries the document",
+        ));
+    }
+    // `--out -` is standard output, as without --out.
+    let out = request.out.as_deref().filter(|path| !is_stdin(path));
+    if let (Some(out), Some(state)) = (out, &request.state)
         && same_file(out, state)
     {
         return Err(CliError::usage(
@@ -58,7 +65,7 @@ pub fn export(
         ));
     }
     // Refuse before asking the server, so a mistake costs nothing.
-    for path in [&request.out, &request.state].into_iter().flatten() {
+    for path in [out, request.state.as_deref()].into_iter().flatten() {
         refuse_existing(path)?;
         check_folder(path)?;
     }
@@ -78,37 +85,37 @@ pub fn export(
         );
     }
     let mut files = Vec::new();
-    if let Some(path) = &request.out {
+    if let Some(path) = out {
         files.push((path, pretty(config)));
     }
-    if let Some(path) = &request.state {
+    if let Some(path) = request.state.as_deref() {
         files.push((path, pretty(&answer)));
     }
-    // All or nothing: every file is created before anything is written (a document on
-    // standard output and then an error would look like success to a pipe), and a file left
-    // behind by a failed export would refuse the next attempt.
+    // All or nothing: the files are written whole before the document goes to standard
+    // output (a document there and then an error would look like success to a pipe), and
+    // removed when anything fails (a file left behind would refuse the next attempt).
     let mut created = Vec::new();
     let outcome: Result<(), CliError> = (|| {
-        for (path, _) in &files {
-            created.push((create_new(path)?, *path));
-        }
-        if request.out.is_none() {
-            say!("{}", pretty(config));
-        }
-        for ((file, path), (_, text)) in created.iter_mut().zip(&files) {
+        for (path, text) in &files {
+            // Never another's file: only what create_new made is removed on failure.
+            let mut file = create_new(path)?;
+            created.push(*path);
             file.write_all(text.as_bytes())
                 .and_then(|()| file.sync_all())
                 .map_err(|err| CliError::failed(format!("writing {}: {err}", path.display())))?;
         }
+        if out.is_none() {
+            say!("{}", pretty(config));
+        }
         Ok(())
     })();
     if outcome.is_err() {
-        for (_, path) in &created {
+        for path in &created {
             let _ = std::fs::remove_file(path);
         }
     }
     outcome?;
-    if let Some(path) = &request.out {
+    if let Some(path) = out {
         note!(
             "Wrote tenant {}'s fleet to {}.",
             request.tenant,
@@ -153,7 +160,7 @@ pub fn plan(
     request: &PlanRequest,
     style: Style,
 ) -> Result<(), CliError> {
-    let (document, raw) = read_document(&request.file)?;
+    let (document, raw, source) = read_document(&request.file)?;
     let plan = match &request.against {
         Against::State(path, tenant) => {
             let export = read_export(path)?;
@@ -174,7 +181,7 @@ pub fn plan(
         }
         Against::Server(tenant) => {
             let client = client()?;
-            plan_on_server(&client, &request.file, tenant, &raw, request.prune)?
+            plan_on_server(&client, &source, tenant, &raw, request.prune)?
         }
     };
     if request.json {
@@ -189,7 +196,7 @@ pub fn plan(
             format!(
                 "{} would run: the fleet does not match {}",
                 count(plan.calls.len(), "call"),
-                request.file.display()
+                source.name
             ),
         ));
     }
@@ -235,7 +242,7 @@ struct Applied {
 /// `fleet apply`: plans and prints the changes; then stops with the `--plan-hash` to apply
 /// later, applies what it planned (`--yes`), or applies a reviewed plan (`--plan-hash`).
 pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<(), CliError> {
-    let (_, raw) = read_document(&request.file)?;
+    let (_, raw, source) = read_document(&request.file)?;
     let input = |plan_hash: &str| {
         json!({
             "tenantId": request.tenant,
@@ -249,14 +256,14 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         ApplyMode::PlanHash(hash) => {
             return apply_call(
                 client,
-                &request.file,
+                &source,
                 &input(hash),
                 Print::all(request.json),
                 style,
             );
         }
         ApplyMode::Review | ApplyMode::Yes => {
-            plan_on_server(client, &request.file, &request.tenant, &raw, request.prune)?
+            plan_on_server(client, &source, &request.tenant, &raw, request.prune)?
         }
     };
     if request.json {
@@ -270,7 +277,7 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         return match request.mode {
             ApplyMode::Yes if !planned.calls.is_empty() => apply_call(
                 client,
-                &request.file,
+                &source,
                 &input(&planned.plan_hash.0),
                 Print::Json,
                 style,
@@ -308,7 +315,7 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
     match request.mode {
         ApplyMode::Yes => apply_call(
             client,
-            &request.file,
+            &source,
             &input(&planned.plan_hash.0),
             Print::Outcome,
             style,
@@ -346,7 +353,7 @@ impl Print {
 /// `CONFIG_DRIFT` what the plan became.
 fn apply_call(
     client: &Client,
-    file: &Path,
+    source: &Source,
     input: &Value,
     print: Print,
     style: Style,
@@ -381,7 +388,7 @@ fn apply_call(
         }
         // As `fleet plan` does: the server's problems with the document, FILE:LINE:COLUMN.
         Err(CallError::Api(err)) if err.code == code::INVALID_INPUT => {
-            print_problems_from(&err, file);
+            print_problems_from(&err, source);
             Err(err.into())
         }
         Err(err) if print == Print::Json => Err(err.into()),
@@ -485,10 +492,13 @@ pub fn status(client: &Client, request: &StatusRequest, style: Style) -> Result<
 
 /// `fleet validate`: every problem of every file, offline.
 pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
+    if files.iter().filter(|file| is_stdin(file)).count() > 1 {
+        return Err(CliError::usage("standard input (-) can be read only once"));
+    }
     let mut invalid = 0;
     for file in files {
         match read_document(file) {
-            Ok(_) => sayln!("{}: valid", file.display()),
+            Ok((_, _, source)) => sayln!("{}: valid", source.name),
             Err(err) if files.len() == 1 => return Err(err),
             // Problems are printed by `read_document`; a file it cannot read or parse gets one
             // line, and the other files are still checked.
@@ -509,41 +519,72 @@ pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Reads and validates a document: the typed document and the JSON as written (which is what
-/// the server receives). Every problem is printed as `FILE:LINE:COLUMN: path: message`.
-fn read_document(file: &Path) -> Result<(Document, Value), CliError> {
-    let bytes = std::fs::read(file)
-        .map_err(|err| CliError::failed(format!("cannot read {}: {err}", file.display())))?;
-    match planner::validate(&bytes) {
+/// The path that means standard input, as for most command-line tools.
+fn is_stdin(file: &Path) -> bool {
+    file == Path::new("-")
+}
+
+/// A document as read: the name messages give it (`<stdin>` for `-`) and its bytes, kept to
+/// locate the server's problems in them (standard input cannot be read twice).
+struct Source {
+    name: String,
+    bytes: Vec<u8>,
+}
+
+impl Source {
+    fn read(file: &Path) -> Result<Source, CliError> {
+        if is_stdin(file) {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+                .map_err(|err| CliError::failed(format!("cannot read standard input: {err}")))?;
+            return Ok(Source {
+                name: "<stdin>".to_owned(),
+                bytes,
+            });
+        }
+        let bytes = std::fs::read(file)
+            .map_err(|err| CliError::failed(format!("cannot read {}: {err}", file.display())))?;
+        Ok(Source {
+            name: file.display().to_string(),
+            bytes,
+        })
+    }
+}
+
+/// Reads and validates a document (`-`: standard input): the typed document, the JSON as
+/// written (which is what the server receives) and the source. Every problem is printed as
+/// `FILE:LINE:COLUMN: path: message`.
+fn read_document(file: &Path) -> Result<(Document, Value, Source), CliError> {
+    let source = Source::read(file)?;
+    let bytes = &source.bytes;
+    let name = &source.name;
+    match planner::validate(bytes) {
         Ok(document) => {
-            let raw = serde_json::from_slice(&bytes).map_err(|err| {
-                CliError::failed(format!("{} is not JSON: {err}", file.display()))
-            })?;
-            Ok((document, raw))
+            let raw = serde_json::from_slice(bytes)
+                .map_err(|err| CliError::failed(format!("{name} is not JSON: {err}")))?;
+            Ok((document, raw, source))
         }
         // serde_json's "expected value at line 1 column 1" would not say what is wrong.
         Err(_) if bytes.starts_with(BOM) => {
             note!(
-                "{}:1:1: the document starts with a UTF-8 byte order mark; save it without one",
-                file.display()
+                "{name}:1:1: the document starts with a UTF-8 byte order mark; save it without one"
             );
             Err(CliError::coded(
                 code::INVALID_INPUT,
-                format!("{} does not validate (1 problem)", file.display()),
+                format!("{name} does not validate (1 problem)"),
             ))
         }
         Err(invalid) => {
             // Lossy: text that is not UTF-8 is still located, the valid part before the first
             // bad byte being unchanged.
-            let text = String::from_utf8_lossy(&bytes);
+            let text = String::from_utf8_lossy(bytes);
             for problem in &invalid.problems {
-                note!("{}", problem_line(file, Some(&text), problem));
+                note!("{}", problem_line(name, Some(&text), problem));
             }
             Err(CliError::coded(
                 code::INVALID_INPUT,
                 format!(
-                    "{} does not validate ({})",
-                    file.display(),
+                    "{name} does not validate ({})",
                     count(invalid.problems.len(), "problem")
                 ),
             ))
@@ -558,8 +599,8 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// column of the value the path names in the file's `text` (of its closest part that exists,
 /// for a missing field), without them when the text has no such place; no `path: ` for the
 /// document's root.
-fn problem_line(file: &Path, text: Option<&str>, problem: &Problem) -> String {
-    let mut line = file.display().to_string();
+fn problem_line(name: &str, text: Option<&str>, problem: &Problem) -> String {
+    let mut line = name.to_owned();
     if let Some(at) = text.and_then(|text| planner::locate::locate_problem(text, problem)) {
         line.push_str(&format!(":{}:{}", at.line, at.column));
     }
@@ -573,12 +614,10 @@ fn problem_line(file: &Path, text: Option<&str>, problem: &Problem) -> String {
 /// Prints the problems of a server's `INVALID_INPUT` (`details.problems`, else `details.path`)
 /// that are the document's. A problem of the request itself (`tenantId` from `--tenant`) is
 /// not the file's: the `error:` line alone says it.
-fn print_problems_from(err: &ApiError, file: &Path) {
+fn print_problems_from(err: &ApiError, source: &Source) {
     let problems = err.details.get("problems").and_then(Value::as_array);
-    // The file as sent (read again: this is the rare path of a server that refuses what the
-    // CLI accepted), for the problems' lines and columns.
-    let bytes = std::fs::read(file).ok();
-    let text = bytes.as_deref().map(String::from_utf8_lossy);
+    // The text as written, for the problems' lines and columns.
+    let text = String::from_utf8_lossy(&source.bytes);
     let lines: Vec<(&str, &str)> = match problems {
         Some(problems) => problems
             .iter()
@@ -602,7 +641,7 @@ fn print_problems_from(err: &ApiError, file: &Path) {
                 path: path.to_owned(),
                 message: message.to_owned(),
             };
-            note!("{}", problem_line(file, text.as_deref(), &problem));
+            note!("{}", problem_line(&source.name, Some(&text), &problem));
         }
     }
 }
@@ -624,7 +663,7 @@ fn is_document_path(path: &str) -> bool {
 
 fn plan_on_server(
     client: &Client,
-    file: &Path,
+    source: &Source,
     tenant: &str,
     raw: &Value,
     prune: bool,
@@ -633,7 +672,7 @@ fn plan_on_server(
     client.call("fleet.plan", &input).map_err(|err| match err {
         CallError::Api(api) => {
             if api.code == code::INVALID_INPUT {
-                print_problems_from(&api, file);
+                print_problems_from(&api, source);
             }
             api.into()
         }
@@ -750,10 +789,10 @@ fn count(n: usize, noun: &str) -> String {
 }
 
 /// A document's path as a command's word: one starting with `-` gets `./`, else the command
-/// would read it as a flag.
+/// would read it as a flag (`-` itself, standard input, stays).
 fn file_word(file: &Path) -> String {
     let text = file.display().to_string();
-    if text.starts_with('-') {
+    if text.starts_with('-') && !is_stdin(file) {
         format!("./{text}")
     } else {
         text

@@ -93,7 +93,8 @@ Kinds the deployment does not serve are left out and reported on standard error.
         /// The tenant whose fleet to export.
         #[arg(long)]
         tenant: String,
-        /// Write the document to FILE instead of standard output; never overwrites a file.
+        /// Write the document to FILE instead of standard output (`-`: standard output); never
+        /// overwrites a file.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Also write the whole export answer to FILE, for `fleet plan --state FILE`.
@@ -195,7 +196,7 @@ Examples:
 
 Prints `FILE:LINE:COLUMN: path: message` for every problem and exits 1 (INVALID_INPUT); exits 0 when valid.")]
     Validate {
-        /// The documents.
+        /// The documents (`-`: standard input, once).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -203,7 +204,7 @@ Prints `FILE:LINE:COLUMN: path: message` for every problem and exits 1 (INVALID_
 
 #[derive(Debug, Args)]
 struct DocumentArgs {
-    /// The fleet document (JSON).
+    /// The fleet document (JSON); `-` reads standard input.
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// Delete what the document's lists leave out (sites are never deleted).
