@@ -6,6 +6,8 @@ mod common;
 
 use common::{Server, TempDir};
 use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1095,4 +1097,99 @@ fn the_printed_plan_hash_command_protects_a_file_starting_with_a_dash() {
         "{}",
         applied.stdout
     );
+}
+
+/// Reads one HTTP message (headers, then `content-length` bytes) whole.
+fn read_message(stream: &mut impl Read) -> Option<Vec<u8>> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    let end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < end + length {
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    }
+    Some(data)
+}
+
+/// A proxy on loopback in front of `backend`, one request per connection, that delivers
+/// every request but drops the answer of `fleet.apply` (a load balancer timing out, a network
+/// cut after the commit); answers its URL.
+fn losing_apply_answers(backend: std::net::SocketAddr) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    // Serves until the test process ends.
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let Some(request) = read_message(&mut client) else {
+                continue;
+            };
+            let mut upstream = TcpStream::connect(backend).unwrap();
+            upstream.write_all(&request).unwrap();
+            let Some(answer) = read_message(&mut upstream) else {
+                continue;
+            };
+            if request.starts_with(b"POST /api/fleet.apply ") {
+                continue;
+            }
+            let status_end = answer.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+            let _ = client.write_all(&answer[..status_end]);
+            let _ = client.write_all(b"connection: close\r\n");
+            let _ = client.write_all(&answer[status_end..]);
+        }
+    });
+    url
+}
+
+#[test]
+fn an_apply_whose_answer_is_lost_says_it_may_have_been_applied() {
+    let d = Deployment::start(&[]);
+    let proxy = losing_apply_answers(d.server.addr());
+    d.write(
+        "site.json",
+        &json!({ "version": 1, "sites": [{ "name": "waw", "kind": "shared", "region": "eu-central" }] }),
+    );
+    let run = d.cli_with(
+        &["fleet", "apply", "site.json", "--tenant", "root", "--yes"],
+        &[
+            ("BETTER_COMPUTE_URL", &proxy),
+            ("BETTER_COMPUTE_TOKEN", &d.key),
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.starts_with("error: no answer to fleet.apply (")
+            && run.stderr.contains(
+                "the outcome is unknown, the server may have applied it; \
+                 `better-compute fleet status --tenant root` shows the last apply"
+            ),
+        "{run:?}"
+    );
+    // It had: the status the message points to says so, and nothing is left to change.
+    let status = d.cli(&["fleet", "status", "--tenant", "root"]);
+    assert!(
+        status.stdout.starts_with("Tenant: root\nApplied: by "),
+        "{status:?}"
+    );
+    let plan = d.cli(&[
+        "fleet",
+        "plan",
+        "site.json",
+        "--tenant",
+        "root",
+        "--fail-on-drift",
+    ]);
+    assert_eq!(plan.code, 0, "{plan:?}");
 }
