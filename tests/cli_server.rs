@@ -983,6 +983,34 @@ fn missing_kinds_are_reported_on_stderr() {
     );
 }
 
+/// A fleet grown past what a document may list (two applies without prune) exports as it is,
+/// with a warning that the export is refused as a document.
+#[test]
+fn an_export_over_the_list_limit_says_so() {
+    let d = Deployment::start(&[]);
+    let sites = |range: std::ops::Range<usize>| {
+        let sites: Vec<Value> = range
+            .map(|i| json!({ "name": format!("s{i}"), "kind": "shared", "region": "eu" }))
+            .collect();
+        json!({ "tenantId": "acme", "prune": false, "config": { "version": 1, "sites": sites } })
+    };
+    d.api("fleet.apply", sites(0..1000)).unwrap();
+    d.api("fleet.apply", sites(1000..1001)).unwrap();
+    let run = d.cli(&["fleet", "export", "--tenant", "acme"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("warning: sites has 1001 items, over the 1000 a document may list"),
+        "{}",
+        run.stderr
+    );
+    let config: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(config["sites"].as_array().unwrap().len(), 1001);
+    // Under the limit, no warning.
+    let run = d.cli(&["fleet", "export", "--tenant", "globex"]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+}
+
 #[test]
 fn a_key_with_a_trailing_newline_is_sent_without_it() {
     let d = Deployment::start(&[]);

@@ -84,6 +84,13 @@ pub fn export(
             missing.join(", ")
         );
     }
+    for (list, items) in over_the_limit(config) {
+        note!(
+            "warning: {list} has {items} items, over the {} a document may list: this export \
+             shows the fleet as it is, and is refused as a document until the fleet is smaller",
+            planner::validate::MAX_ITEMS
+        );
+    }
     let mut files = Vec::new();
     if let Some(path) = out {
         files.push((path, pretty(config)));
@@ -123,6 +130,30 @@ pub fn export(
         );
     }
     Ok(())
+}
+
+/// The lists of an exported config (a pool's offers among them) longer than a document may
+/// hold, with their lengths: the live fleet may have grown past the limit by hand.
+fn over_the_limit(config: &Value) -> Vec<(String, usize)> {
+    let limit = planner::validate::MAX_ITEMS;
+    let mut over = Vec::new();
+    let lists = config.as_object().into_iter().flatten();
+    for (key, value) in lists {
+        let Some(items) = value.as_array() else {
+            continue;
+        };
+        if items.len() > limit {
+            over.push((key.clone(), items.len()));
+        }
+        for (i, item) in items.iter().enumerate() {
+            if let Some(offers) = item.get("offers").and_then(Value::as_array)
+                && offers.len() > limit
+            {
+                over.push((format!("{key}[{i}].offers"), offers.len()));
+            }
+        }
+    }
+    over
 }
 
 /// Where `fleet plan` and `fleet apply` plan against.
