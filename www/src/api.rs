@@ -479,31 +479,22 @@ fn read_config(config: &Value) -> Result<Document, Invalid> {
         .filter_map(|list| Some(config.get(*list)?.as_array()?.len()))
         .max()
         .unwrap_or(0);
-    let (Some(object), 2..) = (config.as_object(), longest.div_ceil(MAX_ITEMS)) else {
+    let parts = longest.div_ceil(MAX_ITEMS);
+    if parts < 2 {
         // Written by Value's Display, the JSON writer the console already has (to_vec would
         // be a second copy of it for another output type).
         return planner::validate(config.to_string().as_bytes());
-    };
+    }
     let mut whole = Document::default();
-    for part in 0..longest.div_ceil(MAX_ITEMS) {
-        let piece: Map<String, Value> = object
-            .iter()
-            .map(|(key, value)| {
-                let value = match value {
-                    Value::Array(items) if LISTS.contains(&key.as_str()) => Value::Array(
-                        items
-                            .iter()
-                            .skip(part * MAX_ITEMS)
-                            .take(MAX_ITEMS)
-                            .cloned()
-                            .collect(),
-                    ),
-                    value => value.clone(),
-                };
-                (key.clone(), value)
-            })
-            .collect();
-        let document = planner::validate(Value::Object(piece).to_string().as_bytes())?;
+    for part in 0..parts {
+        let mut piece = config.clone();
+        for list in LISTS {
+            if let Some(Value::Array(items)) = piece.get_mut(list) {
+                items.drain(..items.len().min(part * MAX_ITEMS));
+                items.truncate(MAX_ITEMS);
+            }
+        }
+        let document = planner::validate(piece.to_string().as_bytes())?;
         whole.version = document.version;
         extend(&mut whole.sites, document.sites);
         extend(&mut whole.provider_accounts, document.provider_accounts);

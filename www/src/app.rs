@@ -11,6 +11,7 @@ use leptos::html;
 use leptos::mount::mount_to;
 use leptos::prelude::*;
 use std::any::Any;
+use wasm_bindgen::JsCast;
 
 /// Which view is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +75,11 @@ pub fn App() -> impl IntoView {
                 Page::Refused(error) => {
                     Box::new(mount_to(main, move || view! { <Refusal error /> }))
                 }
-                Page::Views => Box::new(mount_to(main, Views)),
+                Page::Views => {
+                    let views = mount_to(main, Views);
+                    focus_tab_if_lost(tab);
+                    Box::new(views)
+                }
             }
         }))
     });
@@ -95,6 +100,32 @@ pub fn App() -> impl IntoView {
             </div>
         </header>
         <main node_ref=main></main>
+    }
+}
+
+/// Gives the focus to the selected tab when nothing has it: the sign-in form that had it is
+/// gone once the views mount (and nothing has it on a load with a session kept in the tab).
+/// The keyboard's way into the views, not the page's top.
+fn focus_tab_if_lost(tab: RwSignal<Tab>) {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if document
+        .active_element()
+        .is_some_and(|e| e.tag_name() != "BODY")
+    {
+        return;
+    }
+    let selected = tab.get_untracked();
+    let id = TABS
+        .iter()
+        .find(|t| t.0 == selected)
+        .map_or("tab-drift", |t| t.1);
+    if let Some(button) = document
+        .get_element_by_id(id)
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = button.focus();
     }
 }
 
@@ -208,25 +239,6 @@ fn Views() -> impl IntoView {
             let _ = button.focus();
         }
     };
-    // The sign-in form that had the focus is gone once the views mount: the selected tab
-    // takes it (the keyboard's way into the tabs), not the page's top. Also on a load with a
-    // session kept in the tab, where nothing had it.
-    Effect::new(move |_| {
-        let index = TABS
-            .iter()
-            .position(|t| t.0 == tab.get_untracked())
-            .unwrap_or(0);
-        let Some(button) = buttons[index].get() else {
-            return;
-        };
-        let lost = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.active_element())
-            .is_none_or(|e| e.tag_name() == "BODY");
-        if lost {
-            let _ = button.focus();
-        }
-    });
     let tab_buttons = TABS
         .iter()
         .zip(buttons)

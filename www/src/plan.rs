@@ -75,7 +75,8 @@ pub fn PlanView() -> impl IntoView {
     let file_name = RwSignal::new(None::<String>);
     // A file's bytes when they are not UTF-8: validated as they are (the editor holds them
     // with replacement characters, which are not the file), until the text is edited.
-    let raw = RwSignal::new(None::<Vec<u8>>);
+    // Stored, not a signal: it changes only with `text`, which the validation tracks.
+    let raw = StoredValue::new(None::<Vec<u8>>);
     let prune = RwSignal::new(false);
     let applying = RwSignal::new(Applying::Idle);
     // How long the last validation, plan and display took (shown under the plan, and
@@ -88,7 +89,8 @@ pub fn PlanView() -> impl IntoView {
     let validated = Memo::new(move |_| {
         let start = mark("validate-start");
         let from_file = file_name.with(Option::is_some);
-        let validated = raw.with(|raw| match raw {
+        text.track();
+        let validated = raw.with_value(|raw| match raw {
             Some(bytes) => Some(planner::validate(bytes)),
             None => text.with(|t| {
                 (from_file || !t.trim().is_empty()).then(|| planner::validate(t.as_bytes()))
@@ -191,7 +193,6 @@ pub fn PlanView() -> impl IntoView {
 
     let set_text = move |value: String| {
         show_all.set(false);
-        raw.set(None);
         text.set(value);
         applying.update(|a| {
             if matches!(a, Applying::Done(..)) {
@@ -204,7 +205,9 @@ pub fn PlanView() -> impl IntoView {
     let editor = NodeRef::<html::Textarea>::new();
     // True while the document is held outside the editor (see EDIT_LIMIT).
     let held = RwSignal::new(false);
-    let load_text = move |value: String| {
+    // `raw`: the file's bytes, when they are not UTF-8 (`value` is the browser's reading).
+    let load_text = move |value: String, bytes: Option<Vec<u8>>| {
+        raw.set_value(bytes);
         let hold = value.len() > EDIT_LIMIT;
         if let Some(editor) = editor.get_untracked() {
             editor.set_value(if hold { "" } else { &value });
@@ -272,7 +275,6 @@ pub fn PlanView() -> impl IntoView {
         editor.set_scroll_top(top.max(0.0) as i32);
     };
     let read_file = move |file: web_sys::File| {
-        file_name.set(Some(file.name()));
         spawn_local(async move {
             // The bytes, not `text()`: that replaces invalid UTF-8 with U+FFFD, and the page
             // would call a file valid that the CLI and the server refuse.
@@ -280,11 +282,15 @@ pub fn PlanView() -> impl IntoView {
                 Ok(buffer) => js_sys::Uint8Array::new(&buffer).to_vec(),
                 Err(_) => Vec::new(),
             };
+            // Named once it is read: the name makes an empty text a document to validate.
+            file_name.set(Some(file.name()));
             match String::from_utf8(bytes) {
-                Ok(content) => load_text(content),
+                Ok(content) => load_text(content, None),
+                // Shown as the browser reads it (U+FFFD for each bad byte), validated as is.
                 Err(e) => {
-                    load_text(String::from_utf8_lossy(e.as_bytes()).into_owned());
-                    raw.set(Some(e.into_bytes()));
+                    let shown = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+                    let shown = shown.ok().and_then(|t| t.as_string()).unwrap_or_default();
+                    load_text(shown, Some(e.into_bytes()));
                 }
             }
         });
@@ -357,7 +363,7 @@ pub fn PlanView() -> impl IntoView {
                                 e.value.as_ref().map(|x| x.config.clone())
                             });
                             if let Some(config) = config {
-                                load_text(pretty(&config));
+                                load_text(pretty(&config), None);
                             }
                         }
                     >
@@ -405,6 +411,7 @@ pub fn PlanView() -> impl IntoView {
                     on:input=move |ev| {
                         // Typed or pasted text is no longer the uploaded file.
                         file_name.set(None);
+                        raw.set_value(None);
                         set_text(event_target_value(&ev));
                     }
                 />
@@ -787,6 +794,12 @@ fn ApplyPanel(
         };
         let tenant = console.tenant.get_untracked();
         applying.with(|a| element.set_inner_html(&apply_message_html(a, planned, &tenant)));
+        // Not `disabled` while it sends (set here, not by an attribute of the view: less
+        // code): the button keeps the focus.
+        let sending = matches!(applying.get_untracked(), Applying::Sending);
+        if let Some(apply) = apply_button.get_untracked() {
+            let _ = apply.set_attribute("aria-disabled", if sending { "true" } else { "false" });
+        }
         // The confirmation takes the focus. Otherwise, when the focused button went away
         // (Apply now, Cancel, the disabled Apply while sending), the answer's button, the
         // error (focusable for this: Apply is still disabled when this runs) or the Apply
@@ -851,8 +864,6 @@ fn ApplyPanel(
                         node_ref=apply_button
                         type="button"
                         disabled=move || !can_apply()
-                        // Not `disabled` while it sends: the button keeps the focus.
-                        aria-disabled=move || sending().to_string()
                         on:click=move |_| {
                             if !matches!(applying.get_untracked(), Applying::Sending) {
                                 applying.set(Applying::Confirming)
