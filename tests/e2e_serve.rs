@@ -440,3 +440,31 @@ async fn servers_started_at_once_with_one_key_file_on_one_postgresql_keep_the_ke
         assert!(key_works(&fleets[0].server, key.trim()).await, "{key:?}");
     }
 }
+
+/// A rollback to an older build after a newer one migrated the database: the older one refuses
+/// to start, naming the migrations it does not know, rather than run its queries against
+/// tables a later migration changed.
+#[tokio::test]
+async fn a_database_migrated_by_a_newer_build_is_refused() {
+    let dir = TempDir::new("newer-db");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    drop(Server::start(["--database", database.as_str()]));
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&database).await.unwrap();
+    sqlx::query(
+        "INSERT INTO migrations (name, applied_at) VALUES ('fleet/9999_from_a_newer_build', 0)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let exit = serve_exits(dir.path(), &["--database", &database]);
+    assert_eq!(exit.code, Some(1), "{}", exit.stderr);
+    assert!(
+        exit.stderr
+            .contains("the database was migrated by a newer better-compute")
+            && exit.stderr.contains("fleet/9999_from_a_newer_build"),
+        "{}",
+        exit.stderr
+    );
+}

@@ -37,6 +37,13 @@ pub enum DbError {
         /// Why.
         source: std::io::Error,
     },
+    /// The database holds migrations this build does not know: a newer build migrated it.
+    #[error(
+        "the database was migrated by a newer better-compute (migrations this build does not \
+         know: {}); run that version or newer, or restore the backup taken before the upgrade",
+        .0.join(", ")
+    )]
+    NewerDatabase(Vec<String>),
     /// A migration failed.
     #[error("migration {name}: {source}")]
     Migration {
@@ -252,6 +259,18 @@ impl Db {
             "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
         )
         .await?;
+        // A rollback to an older build: its queries would run against tables a later
+        // migration changed, so it refuses to start rather than guess.
+        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM migrations ORDER BY name")
+            .fetch_all(&mut *conn)
+            .await?;
+        let unknown: Vec<String> = known
+            .into_iter()
+            .filter(|name| !MIGRATIONS.iter().any(|m| m.name == name))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(DbError::NewerDatabase(unknown));
+        }
         for migration in MIGRATIONS.iter().filter(|m| (m.wanted)(modules)) {
             let err = |source| DbError::Migration {
                 name: migration.name,

@@ -82,11 +82,44 @@ impl Drift {
     /// does not speak of moves (an offer to an unlisted tenant, an update to the same values),
     /// and each such edit re-published the same drift. A list cut at [`MAX_CHANGES`] does not
     /// show every change: then the planHash must match too.
+    ///
+    /// A drift recorded by an older build lists its updates without their values (`before`,
+    /// `after`): its changes are compared without them, and the planHash, which covers the
+    /// values, must match (an upgrade re-published every tenant's unchanged drift).
     pub fn same(&self, other: &Drift) -> bool {
         let complete = self.changes.len() < MAX_CHANGES && other.changes.len() < MAX_CHANGES;
+        let without_values = |d: &Drift| {
+            d.changes
+                .iter()
+                .any(|c| c.action == Action::Update && c.before.is_none())
+        };
+        let same_changes = if without_values(self) || without_values(other) {
+            fn bare(c: &Change) -> impl PartialEq + '_ {
+                let Change {
+                    kind,
+                    name,
+                    action,
+                    fields,
+                    before: _,
+                    after: _,
+                    blocked,
+                    note,
+                    reason,
+                } = c;
+                (*kind, name, *action, fields, *blocked, note, reason)
+            }
+            self.plan_hash == other.plan_hash
+                && self
+                    .changes
+                    .iter()
+                    .map(bare)
+                    .eq(other.changes.iter().map(bare))
+        } else {
+            self.changes == other.changes
+        };
         self.blocked == other.blocked
             && self.summary == other.summary
-            && self.changes == other.changes
+            && same_changes
             && (complete || self.plan_hash == other.plan_hash)
     }
 }
@@ -407,6 +440,17 @@ mod tests {
         };
         assert!(drift(many(), "h1").same(&drift(many(), "h1")));
         assert!(!drift(many(), "h1").same(&drift(many(), "h2")));
+        // Recorded by an older build, without the values: the same drift when the planHash,
+        // which covers them, is the same.
+        let old = || {
+            let mut changes = one();
+            changes[0].before = None;
+            changes[0].after = None;
+            changes
+        };
+        assert!(drift(old(), "h1").same(&drift(one(), "h1")));
+        assert!(drift(one(), "h1").same(&drift(old(), "h1")));
+        assert!(!drift(old(), "h1").same(&drift(one(), "h2")));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -451,13 +495,24 @@ mod tests {
     }
 
     fn change(name: &str, action: Action, note: Option<&str>) -> Change {
+        // An update says what differs, as a plan's does.
+        let values = |v: i64| {
+            (action == Action::Update).then(|| {
+                let mut map = serde_json::Map::new();
+                map.insert("quota".into(), serde_json::json!({ "vcpu": v }));
+                Box::new(map)
+            })
+        };
         Change {
             kind: Kind::Offer,
             name: name.into(),
             action,
-            fields: Vec::new(),
-            before: None,
-            after: None,
+            fields: match action {
+                Action::Update => vec!["quota".into()],
+                _ => Vec::new(),
+            },
+            before: values(1),
+            after: values(2),
             blocked: note.is_some(),
             note: note.map(str::to_owned),
             reason: None,

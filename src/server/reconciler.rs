@@ -279,13 +279,24 @@ pub async fn enqueue(
     Ok(())
 }
 
-/// The claim of [`Runtime::claim`]: `$1` worker, `$2` lease end, `$3` now, `$4` how many.
-fn claim_sql(backend: Backend) -> String {
-    let lock = match backend {
-        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-        Backend::Sqlite => "",
+/// The claim of [`Runtime::claim`]: `$1` worker, `$2` lease end, `$3` now, `$4` how many;
+/// only keys of the reconcilers `mine` (this process's): during a rolling upgrade, a process
+/// of another version would claim keys of a reconciler it does not run and end them as
+/// terminal (an audit saw the older one stop the newer one's events retention).
+fn claim_sql(backend: Backend, mine: &[&str]) -> String {
+    let (lock, column) = match backend {
+        Backend::Postgres => (" FOR UPDATE SKIP LOCKED", "reconciler"),
+        // `+`: a filter, not an index to drive the subquery by (see below).
+        Backend::Sqlite => ("", "+reconciler"),
     };
-    let due = "((claimed_until IS NULL AND due_at <= $3) OR claimed_until < $3)";
+    let names = mine
+        .iter()
+        .map(|name| format!("'{}'", name.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let due = format!(
+        "((claimed_until IS NULL AND due_at <= $3) OR claimed_until < $3) AND {column} IN ({names})"
+    );
     // The outer check's `+terminal` (a no-op on the value) keeps SQLite from driving the
     // update off `reconciler_queue_due`, which meant visiting every queued key on every claim
     // (a drift pass queues one per tenant: 2 ms a claim at 10,000); the keys come from the
@@ -376,7 +387,8 @@ impl Runtime {
     /// Claims up to `limit` due keys (and keys whose lease ran out).
     async fn claim(&self, state: &AppState, limit: usize) -> Result<Vec<Claim>, sqlx::Error> {
         let now = now_ms();
-        let sql = claim_sql(state.db.backend);
+        let mine: Vec<&str> = self.reconcilers.iter().map(|r| r.name()).collect();
+        let sql = claim_sql(state.db.backend, &mine);
         let holder = self.next_holder();
         let mut tx = state.db.write_tx().await?;
         let rows = sqlx::query(&sql)
@@ -1044,10 +1056,40 @@ pub(crate) mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_process_claims_only_keys_of_its_own_reconcilers() {
+        // A newer version's reconciler (during a rolling upgrade): this process leaves its
+        // keys to it, unclaimed and alive, instead of ending them as terminal.
+        let dir = tempfile::tempdir().unwrap();
+        let state = state(dir.path()).await;
+        let mut conn = state.db.pool.acquire().await.unwrap();
+        enqueue(&mut conn, "newer.reconciler", "k", 0)
+            .await
+            .unwrap();
+        enqueue(&mut conn, "probe", "mine", 0).await.unwrap();
+        drop(conn);
+        let claimed = state.reconcilers.claim(&state, 10).await.unwrap();
+        let keys: Vec<(String, String)> = claimed
+            .iter()
+            .map(|c| (c.lease.reconciler.clone(), c.lease.key.clone()))
+            .collect();
+        assert_eq!(keys, [("probe".to_owned(), "mine".to_owned())]);
+        let (claimed_by, terminal): (Option<String>, i64) = sqlx::query_as(
+            "SELECT claimed_by, terminal FROM reconciler_queue WHERE reconciler = 'newer.reconciler'",
+        )
+        .fetch_one(&state.db.pool)
+        .await
+        .unwrap();
+        assert_eq!((claimed_by, terminal), (None, 0));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_claim_reads_the_queue_by_primary_key_not_every_key() {
         let dir = tempfile::tempdir().unwrap();
         let state = state(dir.path()).await;
-        let sql = format!("EXPLAIN QUERY PLAN {}", claim_sql(Backend::Sqlite));
+        let sql = format!(
+            "EXPLAIN QUERY PLAN {}",
+            claim_sql(Backend::Sqlite, &["probe"])
+        );
         let plan = sqlx::query(&sql)
             .bind("w")
             .bind(1_i64)
