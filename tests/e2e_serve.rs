@@ -468,3 +468,68 @@ async fn a_database_migrated_by_a_newer_build_is_refused() {
         exit.stderr
     );
 }
+
+/// A server stopped by SIGTERM leaves the whole database in its SQLite file (no write-ahead
+/// log left to fold in), so a copy of the file, as docs/server.md says to back up, is whole.
+#[tokio::test]
+async fn a_stopped_server_leaves_its_whole_database_in_the_file() {
+    use std::io::BufRead as _;
+    let dir = TempDir::new("backup");
+    let file = dir.path().join("fleet.db");
+    let database = format!("sqlite://{}", file.display());
+    let mut child = Command::new(binary())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--demo",
+            "--database",
+            &database,
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut address = String::new();
+    for line in stdout.lines() {
+        if let Some(at) = line.unwrap().strip_prefix("listening on ") {
+            address = at.to_owned();
+            break;
+        }
+    }
+    // Serving (and so listening for SIGTERM) once it answers.
+    let health = format!("{address}/api/health");
+    while reqwest::get(&health).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its reconcilers at work for a while (the demo's drift check writes), as in a real run.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(child.wait().unwrap().success());
+    let wal = dir.path().join("fleet.db-wal");
+    assert!(
+        std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+        "a write-ahead log of {:?} bytes was left",
+        std::fs::metadata(&wal).map(|m| m.len())
+    );
+    // The file alone, copied, holds the demo's fleet.
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&file, &copy).unwrap();
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&format!("sqlite://{}", copy.display()))
+        .await
+        .unwrap();
+    let pools: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pools WHERE tenant_id = 'root'")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert!(pools > 0, "the copy has no pools");
+    conn.close().await.unwrap();
+}

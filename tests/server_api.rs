@@ -859,6 +859,14 @@ async fn openapi_is_generated_from_the_method_table() {
         input("pool.setOwnerQuota")["properties"]["max"]["maximum"],
         exact
     );
+    // And wherever the calls appear (a plan's, an apply's).
+    for owner in ["Plan", "Apply"] {
+        let call = &doc["components"]["schemas"][format!("{owner}.PoolSetOwnerQuota")];
+        assert_eq!(
+            call["properties"]["max"]["maximum"], exact,
+            "{owner}: {call}"
+        );
+    }
     assert_eq!(
         input("site.create")["properties"]["idempotencyKey"]["maxLength"],
         300

@@ -249,6 +249,7 @@ pub struct PoolSetOwnerQuota {
     #[schemars(pattern(crate::schema::RESOURCE_PATTERN))]
     pub resource: String,
     /// The new maximum; `null` removes the entry.
+    #[schemars(range(max = crate::validate::MAX_QUOTA))]
     pub max: Option<u64>,
     /// The entry's revision when it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]

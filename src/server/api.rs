@@ -98,26 +98,6 @@ fn schema<T: schemars::JsonSchema>() -> Value {
     schema
 }
 
-/// Quota maxima are at most the document's bound ([`planner::validate::MAX_QUOTA`], 2^53 - 1),
-/// which the derived schema of a bare `u64` does not state.
-fn stored_quota(mut schema: Value, pointer: &str) -> Value {
-    if let Some(max) = schema.pointer_mut(pointer) {
-        max["maximum"] = json!(planner::validate::MAX_QUOTA);
-    }
-    schema
-}
-
-fn pool_offer_input() -> Value {
-    stored_quota(
-        schema::<calls::PoolOffer>(),
-        "/properties/quota/additionalProperties",
-    )
-}
-
-fn pool_set_owner_quota_input() -> Value {
-    stored_quota(schema::<calls::PoolSetOwnerQuota>(), "/properties/max")
-}
-
 /// `pool.create`: a pool of class `provider` names its provider account, and only such a pool
 /// does (a missing or `null` field is no account).
 fn pool_create_input() -> Value {
@@ -570,14 +550,14 @@ pub fn methods() -> Vec<Method> {
         ),
         call!(
             "pool.setOwnerQuota",
-            fn pool_set_owner_quota_input,
+            calls::PoolSetOwnerQuota,
             objects::Pool,
             "compute:pool:quota",
             "Sets or removes one owner quota entry."
         ),
         call!(
             "pool.offer",
-            fn pool_offer_input,
+            calls::PoolOffer,
             objects::Pool,
             "compute:pool:offer",
             "Offers a pool to a tenant with a quota."

@@ -395,12 +395,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .context("queuing the event retention")?;
     let workers = tokio::spawn(state.reconcilers.clone().run(state.clone(), stopped));
+    let pool = state.db.pool.clone();
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown())
         .await
         .context("serving HTTP");
     let _ = stop.send(true);
     let _ = workers.await;
+    // Closing every connection lets SQLite fold its write-ahead log back into the database
+    // file: a stopped server's file is then the whole database, and a copy of it a backup.
+    pool.close().await;
     served
 }
 
