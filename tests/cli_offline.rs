@@ -847,7 +847,9 @@ fn output_that_cannot_be_written_is_an_error() {
     let plan = ["fleet", "plan", "fleet.json", "--state", "export.json"];
     let json = [&plan[..], &["--output", "json"]].concat();
     let validate = ["fleet", "validate", "fleet.json"];
-    for args in [&plan[..], &json, &validate] {
+    // Help and the version too, which clap would print and exit 0 after a failed write.
+    let help: [&[&str]; 4] = [&["--help"], &["fleet", "--help"], &["help"], &["--version"]];
+    for args in [&plan[..], &json, &validate].into_iter().chain(help) {
         let run = sandbox.run_with(args, &[], |command| {
             command.stdout(full_disk());
         });
@@ -1222,6 +1224,19 @@ fn a_dash_is_standard_input_for_documents_and_standard_output_for_export() {
     assert_eq!(
         (run.code, run.stderr.as_str()),
         (2, "error: standard input (-) can be read only once\n")
+    );
+
+    // --state names a file: standard input is the document's.
+    let run = piped(
+        &["fleet", "plan", "fleet.json", "--state", "-"],
+        &[],
+        "export.json",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("error: --state needs a file"),
+        "{}",
+        run.stderr
     );
 
     // plan reads it as it reads a file.

@@ -1220,4 +1220,30 @@ fn an_apply_whose_answer_is_lost_says_it_may_have_been_applied() {
         "--fail-on-drift",
     ]);
     assert_eq!(plan.code, 0, "{plan:?}");
+
+    // Given with --url, the command it points to reaches the same server.
+    d.write(
+        "site2.json",
+        &json!({ "version": 1, "sites": [{ "name": "krk", "kind": "shared", "region": "eu-central" }] }),
+    );
+    let run = d.cli_with(
+        &[
+            "fleet",
+            "--url",
+            &proxy,
+            "apply",
+            "site2.json",
+            "--tenant",
+            "root",
+            "--yes",
+        ],
+        &[("BETTER_COMPUTE_TOKEN", &d.key)],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "`better-compute fleet status --tenant root --url {proxy}` shows the last apply"
+        )),
+        "{run:?}"
+    );
 }

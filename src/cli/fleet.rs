@@ -191,6 +191,14 @@ pub fn plan(
     request: &PlanRequest,
     style: Style,
 ) -> Result<(), CliError> {
+    if let Against::State(path, _) = &request.against
+        && is_stdin(path)
+    {
+        return Err(CliError::usage(
+            "--state needs a file (fleet export --state FILE writes one); standard input (-) \
+             is for the document",
+        ));
+    }
     let (document, raw, source) = read_document(&request.file)?;
     let plan = match &request.against {
         Against::State(path, tenant) => {
@@ -274,6 +282,12 @@ struct Applied {
 /// later, applies what it planned (`--yes`), or applies a reviewed plan (`--plan-hash`).
 pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<(), CliError> {
     let (_, raw, source) = read_document(&request.file)?;
+    // Repeated in the commands it prints, so that they reach the same server.
+    let connection: String = request
+        .connection_args
+        .iter()
+        .map(|arg| format!(" {}", shell_word(arg)))
+        .collect();
     let input = |plan_hash: &str| {
         json!({
             "tenantId": request.tenant,
@@ -289,8 +303,8 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
                 client,
                 &source,
                 &input(hash),
-                Print::all(request.json),
-                style,
+                (Print::all(request.json), style),
+                &connection,
             );
         }
         ApplyMode::Review | ApplyMode::Yes => {
@@ -310,8 +324,8 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
                 client,
                 &source,
                 &input(&planned.plan_hash.0),
-                Print::Json,
-                style,
+                (Print::Json, style),
+                &connection,
             ),
             // Nothing to run: fleet.apply is not called, and nothing was applied.
             ApplyMode::Yes => {
@@ -326,11 +340,6 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
         render::changes(&planned.changes, &planned.summary, style)
     );
     check_blocked(&planned)?;
-    let connection: String = request
-        .connection_args
-        .iter()
-        .map(|arg| format!(" {}", shell_word(arg)))
-        .collect();
     let later = format!(
         "better-compute fleet apply {} --tenant {}{}{connection} --plan-hash {}",
         shell_word(&file_word(&request.file)),
@@ -348,8 +357,8 @@ pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<()
             client,
             &source,
             &input(&planned.plan_hash.0),
-            Print::Outcome,
-            style,
+            (Print::Outcome, style),
+            &connection,
         ),
         _ => {
             sayln!("planHash: {}", planned.plan_hash);
@@ -386,8 +395,8 @@ fn apply_call(
     client: &Client,
     source: &Source,
     input: &Value,
-    print: Print,
-    style: Style,
+    (print, style): (Print, Style),
+    connection: &str,
 ) -> Result<(), CliError> {
     match client.call::<_, Applied>("fleet.apply", input) {
         // The request may have committed: saying it failed would invite a blind retry.
@@ -395,8 +404,8 @@ fn apply_call(
             let tenant = shell_word(input["tenantId"].as_str().unwrap_or_default());
             Err(CliError::failed(format!(
                 "no answer to fleet.apply ({detail}): the outcome is unknown, the server may \
-                 have applied it; `better-compute fleet status --tenant {tenant}` shows the \
-                 last apply and `better-compute fleet plan` what is still to change"
+                 have applied it; `better-compute fleet status --tenant {tenant}{connection}` \
+                 shows the last apply and `better-compute fleet plan` what is still to change"
             )))
         }
         Ok(done) if print == Print::Json => {

@@ -258,7 +258,9 @@ fn parse() -> Cli {
         })
     });
     let mut command = command;
-    let matches = command.get_matches_mut();
+    let matches = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .unwrap_or_else(|err| shown(err));
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut command).exit());
     if let Command::Fleet(_) = cli.command {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -279,6 +281,28 @@ fn parse() -> Cli {
         }
     }
     cli
+}
+
+/// Ends the process for what clap stops at: help and the version are printed on standard
+/// output, and a failed write there (a full disk) is an error (exit 1), as for every command;
+/// other errors exit as clap has them (usage errors: 2).
+fn shown(err: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if !matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        err.exit();
+    }
+    match err.print() {
+        Err(failed) if failed.kind() != std::io::ErrorKind::BrokenPipe => {
+            output::stderr(format_args!(
+                "error: cannot write to standard output: {failed}\n"
+            ));
+            std::process::exit(1)
+        }
+        _ => std::process::exit(0),
+    }
 }
 
 /// `--url` or `--config` when given twice to a fleet command. clap refuses a repeat within
