@@ -1,10 +1,12 @@
 //! The `better-compute fleet` commands that need no server, run as a user runs them: the real
 //! binary, real files, output compared as expected text.
 
+mod common;
+
 use planner::fleet::{Fleet, Modules};
 use planner::{Document, Plan, PlanOptions};
 use serde_json::{Value, json};
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -124,28 +126,14 @@ impl Stub {
     }
 }
 
-/// Reads one HTTP request (headers, then `content-length` bytes) and answers its path.
+/// Reads one HTTP request whole and answers its path.
 fn read_request(stream: &mut TcpStream) -> Option<String> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    let end = loop {
-        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    while data.len() < end + length {
-        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    }
-    head.split(' ').nth(1).map(str::to_owned)
+    let data = common::read_http_message(stream)?;
+    let line = data.split(|b| *b == b'\n').next()?;
+    String::from_utf8_lossy(line)
+        .split(' ')
+        .nth(1)
+        .map(str::to_owned)
 }
 
 /// The fleet as it is: the seed's example with a looser policy, a smaller owner quota, one

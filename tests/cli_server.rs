@@ -6,7 +6,7 @@ mod common;
 
 use common::{Server, TempDir};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -1127,30 +1127,6 @@ fn the_printed_plan_hash_command_protects_a_file_starting_with_a_dash() {
     );
 }
 
-/// Reads one HTTP message (headers, then `content-length` bytes) whole.
-fn read_message(stream: &mut impl Read) -> Option<Vec<u8>> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 8192];
-    let end = loop {
-        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    while data.len() < end + length {
-        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    }
-    Some(data)
-}
-
 /// A proxy on loopback in front of `backend`, one request per connection, that delivers
 /// every request but drops the answer of `fleet.apply` (a load balancer timing out, a network
 /// cut after the commit); answers its URL.
@@ -1161,12 +1137,12 @@ fn losing_apply_answers(backend: std::net::SocketAddr) -> String {
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(mut client) = client else { continue };
-            let Some(request) = read_message(&mut client) else {
+            let Some(request) = common::read_http_message(&mut client) else {
                 continue;
             };
             let mut upstream = TcpStream::connect(backend).unwrap();
             upstream.write_all(&request).unwrap();
-            let Some(answer) = read_message(&mut upstream) else {
+            let Some(answer) = common::read_http_message(&mut upstream) else {
                 continue;
             };
             if request.starts_with(b"POST /api/fleet.apply ") {

@@ -7,7 +7,7 @@ mod common;
 
 use common::{Server, TempDir};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::Arc;
@@ -52,30 +52,6 @@ fn pki() -> Pki {
     }
 }
 
-/// Reads one HTTP message (headers, then `content-length` bytes) whole.
-fn read_message(stream: &mut impl Read) -> Option<Vec<u8>> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 8192];
-    let end = loop {
-        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    while data.len() < end + length {
-        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    }
-    Some(data)
-}
-
 /// A TLS front on a loopback port for `backend`, one request per connection, as a reverse
 /// proxy terminating TLS would be; answers its URL.
 fn tls_front(pki: &Pki, backend: std::net::SocketAddr) -> String {
@@ -98,12 +74,12 @@ fn tls_front(pki: &Pki, backend: std::net::SocketAddr) -> String {
                 let connection = rustls::ServerConnection::new(config).unwrap();
                 let mut tls = rustls::StreamOwned::new(connection, tcp);
                 // A refused handshake ends here: the client said why.
-                let Some(request) = read_message(&mut tls) else {
+                let Some(request) = common::read_http_message(&mut tls) else {
                     return;
                 };
                 let mut upstream = TcpStream::connect(backend).unwrap();
                 upstream.write_all(&request).unwrap();
-                let Some(answer) = read_message(&mut upstream) else {
+                let Some(answer) = common::read_http_message(&mut upstream) else {
                     return;
                 };
                 // One request per connection: the client must not reuse it.

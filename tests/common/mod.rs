@@ -445,3 +445,28 @@ impl Drop for Browser {
         }
     }
 }
+
+/// Reads one HTTP message (headers, then `content-length` bytes) whole, for the stand-in
+/// servers and proxies of the tests; `None` when the stream ends first.
+pub fn read_http_message(stream: &mut impl Read) -> Option<Vec<u8>> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    let end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < end + length {
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    }
+    Some(data)
+}
