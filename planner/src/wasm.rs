@@ -12,7 +12,7 @@
 
 use crate::calls::Call;
 use crate::{Change, Export, PlanHash, PlanOptions, Summary};
-use js_sys::{JSON, Reflect, Uint8Array};
+use js_sys::{JSON, Reflect};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -75,9 +75,9 @@ export interface InvalidInputError extends Error { code: "INVALID_INPUT"; proble
 #[wasm_bindgen(unchecked_return_type = "ValidateResult")]
 pub fn validate(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
-) -> Result<JsValue, JsError> {
-    let bytes = json_bytes(doc, "the document")?;
-    match crate::validate(&bytes) {
+) -> Result<JsValue, JsValue> {
+    let bytes = json_bytes(&doc, "the document")?;
+    let validated = match crate::validate(&bytes) {
         Ok(document) => to_js(&Validated {
             ok: true,
             document: Some(&document),
@@ -88,7 +88,8 @@ pub fn validate(
             document: None,
             problems: Some(&invalid.problems),
         }),
-    }
+    };
+    Ok(validated?)
 }
 
 /// Plans `doc` against `exported` (what `fleet.export` answered) with `options`
@@ -101,7 +102,7 @@ pub fn plan(
     #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
     let plan = planned(doc, exported, options)?;
-    Ok(to_js_plan(&plan)?)
+    to_js_plan(&plan)
 }
 
 /// `plan`, answered as the plan's JSON text: for tools that write the plan out or send it on,
@@ -120,23 +121,21 @@ fn planned(
     exported: JsValue,
     options: Option<JsValue>,
 ) -> Result<crate::Plan, JsValue> {
-    let bytes = json_bytes(doc, "the document")?;
+    // Every argument is read out of JS before the planner allocates anything: JS that throws
+    // would unwind through Rust frames without running their destructors (see `json_bytes`).
+    let bytes = json_bytes(&doc, "the document")?;
+    let export = json_bytes(&exported, "the export")?;
+    let options = options_json(options.as_ref().unwrap_or(&JsValue::UNDEFINED))?;
     let document = crate::validate(&bytes).map_err(invalid_input)?;
-    let export = read_export(exported)?;
+    drop(bytes);
+    let export = read_export(&export)?;
     let options: PlanOptions = match options {
-        Some(options) if !options.is_null() && !options.is_undefined() => {
-            let refused = |why: String| {
-                JsError::new(&format!("options: {why}; expected {{prune?: boolean}}"))
-            };
-            if !options.is_object() || js_sys::Array::is_array(&options) {
-                return Err(refused("not an object".to_owned()).into());
-            }
-            let text = stringify(&options)
-                .ok_or_else(|| refused("cannot be written as JSON".to_owned()))?;
+        Some(text) => {
             // PlanOptions refuses unknown fields: `{Prune: true}` must not plan without prune.
-            serde_json::from_slice(&text).map_err(|e| refused(e.to_string()))?
+            serde_json::from_str(&text)
+                .map_err(|e| JsError::new(&format!("options: {e}; expected {{prune?: boolean}}")))?
         }
-        _ => PlanOptions::default(),
+        None => PlanOptions::default(),
     };
     Ok(crate::plan(&document, &export, options))
 }
@@ -146,7 +145,7 @@ fn planned(
 #[wasm_bindgen(js_name = canonicalHash)]
 pub fn canonical_hash(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<unknown>")] json: JsValue,
-) -> Result<String, JsError> {
+) -> Result<String, JsValue> {
     Ok(crate::PlanHash::of(&json_value(json)?).0)
 }
 
@@ -154,19 +153,14 @@ pub fn canonical_hash(
 #[wasm_bindgen(js_name = canonicalJson)]
 pub fn canonical_json(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<unknown>")] json: JsValue,
-) -> Result<String, JsError> {
+) -> Result<String, JsValue> {
     Ok(crate::canonicalize(&json_value(json)?))
 }
 
 /// A JSON value given as text or bytes, or a JS value written out by `JSON.stringify`.
-fn json_value(json: JsValue) -> Result<serde_json::Value, JsError> {
-    let bytes = if json.is_string() || json.is_object() {
-        json_bytes(json, "the JSON")?
-    } else {
-        // A number, a boolean or null is JSON as it is.
-        stringify(&json).ok_or_else(|| JsError::new("the JSON cannot be written as JSON"))?
-    };
-    Ok(serde_json::from_slice(&bytes)?)
+fn json_value(json: JsValue) -> Result<serde_json::Value, JsValue> {
+    let bytes = read_json(&json, "the JSON", true)?;
+    Ok(serde_json::from_slice(&bytes).map_err(JsError::from)?)
 }
 
 /// The JSON Schema (draft 7) of a document, for editors and JS validators.
@@ -184,54 +178,41 @@ struct Validated<'a> {
     problems: Option<&'a [crate::Problem]>,
 }
 
-/// The JSON bytes of a string, a `Uint8Array` or a plain object.
-/// `JSON.stringify(value)` as UTF-8 bytes; `None` when it throws (a cycle, a BigInt) or
-/// answers `undefined` (a function, a `toJSON` answering nothing).
-fn stringify(value: &JsValue) -> Option<Vec<u8>> {
-    let text = JSON::stringify(value).ok()?;
-    text.as_string().map(String::into_bytes)
-}
-
 /// A document or export given as text, UTF-8 bytes (a `Uint8Array` or an `ArrayBuffer`) or an
 /// object, as bytes. Other values (numbers, other typed arrays, `null`) are refused: they are no
 /// JSON document, and reading them as objects would only give confusing problems.
-fn json_bytes(value: JsValue, what: &str) -> Result<Vec<u8>, JsError> {
+///
+/// Read by the snippet `jsonBytes`, whose every JS exception (a detached buffer, a revoked
+/// proxy, a throwing getter) is caught and answered as an `Err`: an exception thrown through
+/// Rust frames would skip their destructors and leak what they hold for good.
+fn json_bytes(value: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
+    read_json(value, what, false)
+}
+
+/// `json_bytes`; with `any_value`, a number, a boolean or `null` is JSON too.
+fn read_json(value: &JsValue, what: &str, any_value: bool) -> Result<Vec<u8>, JsValue> {
     if let Some(text) = value.dyn_ref::<js_sys::JsString>() {
         // The glue would replace an unpaired surrogate with U+FFFD unseen, and the document
         // would plan as something its author did not write (as an object, it fails to read).
         if !text.is_valid_utf16() {
             return Err(JsError::new(&format!(
                 "{what} holds an unpaired UTF-16 surrogate, which is not Unicode text"
-            )));
+            ))
+            .into());
         }
         return Ok(String::from(text).into_bytes());
     }
-    if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
-        return Ok(bytes.to_vec());
-    }
-    if value.is_instance_of::<js_sys::ArrayBuffer>() {
-        return Ok(Uint8Array::new(&value).to_vec());
-    }
-    if value.is_object() && !js_sys::ArrayBuffer::is_view(&value) {
-        // The validator reads bytes (it must see duplicate keys in text); an object has none,
-        // and `JSON.stringify` keeps its key order, so problems come in document order.
-        return stringify(&value)
-            .ok_or_else(|| JsError::new(&format!("{what} cannot be written as JSON")));
-    }
-    Err(JsError::new(&format!(
-        "{what} must be JSON text, UTF-8 bytes (a Uint8Array) or an object"
-    )))
+    js_json_bytes(value, what, any_value)
 }
 
-fn read_export(value: JsValue) -> Result<Export, JsError> {
-    let bytes = json_bytes(value, "the export")?;
+fn read_export(bytes: &[u8]) -> Result<Export, JsError> {
     // serde reads a struct from a list too (`["root", ...]`): an export is an object.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return Err(JsError::new(
             "the export must be a JSON object (what fleet.export answers)",
         ));
     }
-    Export::from_json(&bytes).map_err(|e| JsError::new(&format!("the export: {e}")))
+    Export::from_json(bytes).map_err(|e| JsError::new(&format!("the export: {e}")))
 }
 
 /// `JSON.parse` of the serialization: one native call instead of one per field.
@@ -243,6 +224,40 @@ fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
 // Builds a plan from its parts (see `to_js_plan`). The tables are `Kind` and `Action` in
 // declaration order.
 #[wasm_bindgen(inline_js = r#"
+// The arguments' readers: each answers a plain Error naming the argument for what it refuses,
+// and lets no other exception out (see json_bytes).
+const isA = (value, type) => { try { return value instanceof type; } catch { return false; } };
+const encoder = new TextEncoder();
+const written = (value) => { try { return JSON.stringify(value); } catch { return undefined; } };
+export function jsonBytes(value, what, anyValue) {
+  if (isA(value, Uint8Array)) return value;
+  if (isA(value, ArrayBuffer)) {
+    try { return new Uint8Array(value); } catch {
+      throw new Error(`${what} is a detached ArrayBuffer (its bytes were transferred)`);
+    }
+  }
+  const object = typeof value === 'object' && value !== null;
+  let isView = false;
+  try { isView = object && ArrayBuffer.isView(value); } catch {}
+  if (isView || !(object || anyValue)) {
+    throw new Error(`${what} must be JSON text, UTF-8 bytes (a Uint8Array) or an object`);
+  }
+  // The validator reads bytes (it must see duplicate keys in text); an object has none, and
+  // JSON.stringify keeps its key order, so problems come in document order.
+  const text = written(value);
+  if (text === undefined) throw new Error(`${what} cannot be written as JSON`);
+  return encoder.encode(text);
+}
+export function optionsJson(options) {
+  if (options === undefined || options === null) return undefined;
+  const refused = (why) => new Error(`options: ${why}; expected {prune?: boolean}`);
+  let array = false;
+  try { array = Array.isArray(options); } catch { throw refused('cannot be written as JSON'); }
+  if (typeof options !== 'object' || array) throw refused('not an object');
+  const text = written(options);
+  if (text === undefined) throw refused('cannot be written as JSON');
+  return text;
+}
 const KINDS = ['site', 'providerAccount', 'pool', 'ownerQuota', 'offer', 'flavor', 'sandboxTemplate'];
 const ACTIONS = ['create', 'update', 'delete', 'unchanged'];
 export function planFromParts(names, ends, codes, full, rest) {
@@ -260,14 +275,24 @@ export function planFromParts(names, ends, codes, full, rest) {
 }
 "#)]
 extern "C" {
-    #[wasm_bindgen(js_name = planFromParts)]
-    fn plan_from_parts(names: &str, ends: &[u32], codes: &[u8], full: &str, rest: &str) -> JsValue;
+    #[wasm_bindgen(catch, js_name = jsonBytes)]
+    fn js_json_bytes(value: &JsValue, what: &str, any_value: bool) -> Result<Vec<u8>, JsValue>;
+    #[wasm_bindgen(catch, js_name = optionsJson)]
+    fn options_json(options: &JsValue) -> Result<Option<String>, JsValue>;
+    #[wasm_bindgen(catch, js_name = planFromParts)]
+    fn plan_from_parts(
+        names: &str,
+        ends: &[u32],
+        codes: &[u8],
+        full: &str,
+        rest: &str,
+    ) -> Result<JsValue, JsValue>;
 }
 
 /// A plan as JS objects. A change with only `kind`, `name` and `action` (nearly all of them)
 /// travels as its name in one string, its end there and one byte: kind << 3 | action << 1.
 /// The other changes (code | 1) and the rest of the plan go as JSON.
-fn to_js_plan(plan: &crate::Plan) -> Result<JsValue, JsError> {
+fn to_js_plan(plan: &crate::Plan) -> Result<JsValue, JsValue> {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Rest<'a> {
@@ -305,13 +330,9 @@ fn to_js_plan(plan: &crate::Plan) -> Result<JsValue, JsError> {
         summary: &plan.summary,
         plan_hash: &plan.plan_hash,
     };
-    Ok(plan_from_parts(
-        &names,
-        &ends,
-        &codes,
-        &serde_json::to_string(&full)?,
-        &serde_json::to_string(&rest)?,
-    ))
+    let full = serde_json::to_string(&full).map_err(JsError::from)?;
+    let rest = serde_json::to_string(&rest).map_err(JsError::from)?;
+    plan_from_parts(&names, &ends, &codes, &full, &rest)
 }
 
 /// An `Error` with `code: "INVALID_INPUT"` and `problems`, as the server's error details.
