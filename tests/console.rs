@@ -353,6 +353,21 @@ async fn download_fleet_json(browser: &Browser) -> Value {
     serde_json::from_str(downloaded["text"].as_str().unwrap()).unwrap()
 }
 
+/// A browser on the console, signed in with `key` through the page's own form (its console
+/// log watched).
+async fn signed_in(server: &Server, key: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(key)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    browser
+}
+
 /// A `--demo` server with the console, and its admin key (the folder holding the key file
 /// lives as long as the returned guard).
 fn demo_server(name: &str) -> (Server, String, TempDir) {
@@ -900,12 +915,7 @@ async fn tab_state(browser: &Browser) -> Value {
 #[tokio::test]
 async fn the_tabs_follow_the_arrow_keys() {
     let (server, admin, _keys) = demo_server("console-tabs-key");
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    let input = wait_for(&browser, "#api-key").await;
-    input.send_keys(&admin).await.unwrap();
-    click(&browser, "#sign-in").await;
+    let browser = signed_in(&server, &admin).await;
     wait_for(&browser, "[role=tablist]").await;
     let state = |focused: &str, selected: &str| {
         let panel = selected.to_owned();
@@ -1129,15 +1139,7 @@ async fn a_failed_apply_shows_its_error_and_holds_the_focus() {
     let ops = created["key"].as_str().unwrap().to_owned();
     let export = ok(&server, &ops, "fleet.export", json!({ "tenantId": "root" })).await;
 
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    wait_for(&browser, "#api-key")
-        .await
-        .send_keys(&ops)
-        .await
-        .unwrap();
-    click(&browser, "#sign-in").await;
+    let browser = signed_in(&server, &ops).await;
     click(&browser, "#tab-plan").await;
     wait_for(&browser, "#export-info").await;
     paste(
@@ -1192,15 +1194,7 @@ fn long_document(region: &str) -> Value {
 
 /// A browser signed in as `admin` on the plan view, with `file` chosen in its file picker.
 async fn upload_in_plan_view(server: &Server, admin: &str, file: &std::path::Path) -> Browser {
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    wait_for(&browser, "#api-key")
-        .await
-        .send_keys(admin)
-        .await
-        .unwrap();
-    click(&browser, "#sign-in").await;
+    let browser = signed_in(server, admin).await;
     click(&browser, "#tab-plan").await;
     wait_for(&browser, "#export-info").await;
     wait_for(&browser, "#document-file")
@@ -1438,15 +1432,7 @@ async fn a_pipeline_key_gets_the_fleet_pages() {
     let (status, body) = call(&server, &key, "event.list", json!({ "tenantId": "root" })).await;
     assert_eq!(status, 403, "{body}");
 
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    wait_for(&browser, "#api-key")
-        .await
-        .send_keys(&key)
-        .await
-        .unwrap();
-    click(&browser, "#sign-in").await;
+    let browser = signed_in(&server, &key).await;
     wait_for(&browser, "#applied-plan-hash").await;
     let events = wait_text(&browser, "#events-forbidden", |_| true).await;
     assert!(events.contains("events:event:read"), "{events}");
@@ -1504,15 +1490,7 @@ async fn an_export_over_a_thousand_items_is_planned_against() {
     let sites = export["config"]["sites"].as_array().unwrap().len();
     assert!(sites > 1200, "{sites} sites");
 
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    wait_for(&browser, "#api-key")
-        .await
-        .send_keys(&admin)
-        .await
-        .unwrap();
-    click(&browser, "#sign-in").await;
+    let browser = signed_in(&server, &admin).await;
     click(&browser, "#tab-plan").await;
     let info = wait_text(&browser, "#export-info, #export-error", |_| true).await;
     assert!(info.starts_with("Plans are made"), "{info}");
@@ -1740,15 +1718,7 @@ async fn headings_scrolling_calls_steady_buttons_and_a_failed_refresh() {
     let (server, admin, _keys) = demo_server("console-minor-key");
     let baseline = apply_export_as_is(&server, &admin).await;
     hand_edit_policy(&server, &admin, 0.35).await;
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
-    wait_for(&browser, "#api-key")
-        .await
-        .send_keys(&admin)
-        .await
-        .unwrap();
-    click(&browser, "#sign-in").await;
+    let browser = signed_in(&server, &admin).await;
     wait_for(&browser, "#applied-plan-hash").await;
 
     // Check now, held in flight.
