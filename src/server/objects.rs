@@ -510,21 +510,23 @@ async fn record_name(
     };
     let named = "fleet_names WHERE tenant_id = $1 AND kind = $2 AND name = $3 AND object_id <> $4";
     let prefix = format!("fleet:{tenant}:{}:", kind.as_str());
-    let Some(name) = key.and_then(|k| k.strip_prefix(&prefix)) else {
-        // Another key: the id it derives must not be a fleet name of the kind already.
-        if key.is_some() {
-            let taken: Vec<(String,)> = fetch(
-                tx,
-                "object_id",
-                named,
-                None,
-                &[tenant, kind.as_str(), id, id],
-            )
-            .await?;
-            if let Some((other,)) = taken.into_iter().next() {
-                return Err(taken_by(other, id));
-            }
+    // Any key: the id it derives must not be another object's fleet name (a create with
+    // another key can arrange it, and a pool archived, then named by its old id, then created
+    // again under that id does): one reference would mean both.
+    if key.is_some() {
+        let taken: Vec<(String,)> = fetch(
+            tx,
+            "object_id",
+            named,
+            None,
+            &[tenant, kind.as_str(), id, id],
+        )
+        .await?;
+        if let Some((other,)) = taken.into_iter().next() {
+            return Err(taken_by(other, id));
         }
+    }
+    let Some(name) = key.and_then(|k| k.strip_prefix(&prefix)) else {
         return Ok(());
     };
     // Another object of the kind with this name (a create with a fleet key by another
@@ -539,21 +541,6 @@ async fn record_name(
     )
     .await?;
     let mut other = taken.into_iter().next().map(|(other,)| other);
-    // Or another object whose fleet name is this one's id (a pool archived, then named by its
-    // old id, then created again under that id): one reference would mean both.
-    if other.is_none() {
-        let taken: Vec<(String,)> = fetch(
-            tx,
-            "object_id",
-            named,
-            None,
-            &[tenant, kind.as_str(), id, id],
-        )
-        .await?;
-        if let Some((by,)) = taken.into_iter().next() {
-            return Err(taken_by(by, id));
-        }
-    }
     // Or an object of the kind whose id is this name, named by fleet or not (an unnamed one
     // exports under its id; any may be named by its id in a document); or a pool offered to
     // the tenant.
