@@ -222,6 +222,15 @@ const written = (value) => { try { return JSON.stringify(value); } catch { retur
 const wellFormed = typeof ''.isWellFormed === 'function'
   ? (text) => text.isWellFormed()
   : (text) => !/\p{Surrogate}/u.test(text);
+// wasm32 allocates less than 2 GiB at once (a larger copy into wasm trapped): 1 GiB is read,
+// with room for the rest of the planner's work.
+const LIMIT = 2 ** 30;
+const sized = (bytes, what) => {
+  if (bytes.length > LIMIT) {
+    throw new Error(`${what} is ${bytes.length} bytes; the planner reads JSON of up to 1 GiB (${LIMIT} bytes)`);
+  }
+  return bytes;
+};
 export function jsonBytes(value, what, anyValue) {
   if (typeof value === 'string') {
     // TextEncoder would replace an unpaired surrogate with U+FFFD unseen, and the document
@@ -229,13 +238,15 @@ export function jsonBytes(value, what, anyValue) {
     if (!wellFormed(value)) {
       throw new Error(`${what} holds an unpaired UTF-16 surrogate, which is not Unicode text`);
     }
-    return encoder.encode(value);
+    return sized(encoder.encode(value), what);
   }
-  if (isA(value, Uint8Array)) return value;
+  if (isA(value, Uint8Array)) return sized(value, what);
   if (isA(value, ArrayBuffer)) {
-    try { return new Uint8Array(value); } catch {
+    let bytes;
+    try { bytes = new Uint8Array(value); } catch {
       throw new Error(`${what} is a detached ArrayBuffer (its bytes were transferred)`);
     }
+    return sized(bytes, what);
   }
   const object = typeof value === 'object' && value !== null;
   let isView = false;
@@ -247,7 +258,7 @@ export function jsonBytes(value, what, anyValue) {
   // JSON.stringify keeps its key order, so problems come in document order.
   const text = written(value);
   if (text === undefined) throw new Error(`${what} cannot be written as JSON`);
-  return encoder.encode(text);
+  return sized(encoder.encode(text), what);
 }
 export function optionsJson(options) {
   if (options === undefined || options === null) return undefined;

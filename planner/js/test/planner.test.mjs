@@ -324,3 +324,25 @@ test('a string argument is checked and encoded by native calls, not one JS call 
     assert.deepStrictEqual(out.lone, [message, message]);
   }
 });
+
+test('JSON over 1 GiB is refused with a message before it is copied into wasm', () => {
+  // wasm32 cannot allocate 2 GiB at once: such bytes trapped (RuntimeError: unreachable).
+  // Zero-filled arrays: their pages are never touched, so the test costs no memory.
+  const refused = (run) => {
+    try {
+      run();
+    } catch (error) {
+      return `${error.constructor.name}: ${error.message}`;
+    }
+    return 'nothing thrown';
+  };
+  assert.equal(
+    refused(() => planner.validate(new Uint8Array(2 ** 31))),
+    'Error: the document is 2147483648 bytes; the planner reads JSON of up to 1 GiB (1073741824 bytes)',
+  );
+  assert.equal(
+    refused(() => planner.plan('{"version": 1}', new ArrayBuffer(2 ** 30 + 1))),
+    'Error: the export is 1073741825 bytes; the planner reads JSON of up to 1 GiB (1073741824 bytes)',
+  );
+  assert.equal(planner.validate('{"version": 1}').ok, true);
+});
