@@ -19,7 +19,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
 /** A JSON document given as text, as UTF-8 bytes, or as a plain object. */
-export type JsonInput<T> = string | Uint8Array | T;
+export type JsonInput<T> = string | Uint8Array | ArrayBuffer | T;
 
 export type Name = string;
 export interface Site { name: Name; kind: "shared" | "dedicated"; region: string }

@@ -29,6 +29,9 @@ void planner.validate(doc).document;
 // plan: text, bytes or objects in; a plan out.
 const plan: Plan = planner.plan(doc, exported, { prune: true });
 const text: string = planner.planJson(bytes, bytes);
+// An ArrayBuffer of UTF-8 is bytes too (what fetch's arrayBuffer() answers).
+void planner.plan(bytes.buffer as ArrayBuffer, exported);
+void planner.canonicalHash(new ArrayBuffer(2));
 const hash: string = plan.planHash;
 const change: Change = plan.changes[0];
 const blocked: true | undefined = change.blocked;
