@@ -346,3 +346,34 @@ test('JSON over 1 GiB is refused with a message before it is copied into wasm', 
   );
   assert.equal(planner.validate('{"version": 1}').ok, true);
 });
+
+test('JSON.stringify(plan(...)) differs from planJson(...) only where the README says', () => {
+  // A float with no fraction and keys that are array indices: a JS object cannot keep the
+  // planner's text of them. The values and the planHash are the same.
+  const exported = { tenantId: 'root', caller: 'usr_ops', config: { version: 1 } };
+  const budget = (text) =>
+    `{"version":1,"sites":[{"name":"fra","kind":"shared","region":"eu"}],` +
+    `"pools":[{"name":"p","site":"fra","class":"vps-host","policy":{"disruptionBudget":${text}}}]}`;
+  const cases = [
+    [budget('0'), '"disruptionBudget":0.0', '"disruptionBudget":0'],
+    [budget('1'), '"disruptionBudget":1.0', '"disruptionBudget":1'],
+    [budget('-0.0'), '"disruptionBudget":-0.0', '"disruptionBudget":0'],
+    [
+      '{"version":1,"providerAccounts":[{"name":"c","provider":"x","config":{"2":"b","10":"a"}}]}',
+      '"config":{"10":"a","2":"b"}',
+      '"config":{"2":"b","10":"a"}',
+    ],
+  ];
+  for (const [doc, inPlanJson, inStringified] of cases) {
+    const text = planner.planJson(doc, exported);
+    const planned = planner.plan(doc, exported);
+    const stringified = JSON.stringify(planned);
+    assert.ok(text.includes(inPlanJson), text);
+    assert.ok(stringified.includes(inStringified), stringified);
+    assert.notEqual(stringified, text);
+    assert.deepStrictEqual(JSON.parse(text), planned);
+    assert.equal(JSON.parse(text).planHash, planned.planHash);
+  }
+  const plain = budget('0.25');
+  assert.equal(JSON.stringify(planner.plan(plain, exported)), planner.planJson(plain, exported));
+});
