@@ -1787,3 +1787,163 @@ async fn headings_scrolling_calls_steady_buttons_and_a_failed_refresh() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// A browser on the console that re-reads the status every `every_ms` (sessionStorage
+/// `better-compute.statusEveryMs`, read when the page loads), signed in with `key`.
+async fn signed_in_polling(server: &Server, key: &str, every_ms: u32) -> Browser {
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    wait_for(&browser, "#api-key").await;
+    browser
+        .execute(
+            "sessionStorage.setItem('better-compute.statusEveryMs', arguments[0]);",
+            vec![json!(every_ms.to_string())],
+        )
+        .await
+        .unwrap();
+    browser.refresh().await.unwrap();
+    watch_console(&browser).await;
+    wait_for(&browser, "#api-key")
+        .await
+        .send_keys(key)
+        .await
+        .unwrap();
+    click(&browser, "#sign-in").await;
+    browser
+}
+
+/// The text of the element `id`, hidden or not (`None`: no such element).
+async fn text_of(browser: &Browser, id: &str) -> Option<String> {
+    browser
+        .execute(
+            "const e = document.getElementById(arguments[0]); return e ? e.textContent : null;",
+            vec![json!(id)],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Waits until the element `id` (hidden or not) exists and its text satisfies `accept`.
+async fn wait_text_of(browser: &Browser, id: &str, accept: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = text_of(browser, id).await;
+        if let Some(text) = text.filter(|t| accept(t)) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "#{id} never showed what was expected"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A quiet re-read that fails keeps what the drift card shows, with a note (no alert); one the
+/// user asked for shows the alert and keeps it too. A key revoked while the page is open is
+/// said in the drift card: the page stays, with the document being typed and the focus in it.
+#[tokio::test]
+async fn a_failed_or_refused_re_read_keeps_the_page() {
+    let (server, admin, _keys) = demo_server("console-quiet-refusal-key");
+    apply_export_as_is(&server, &admin).await;
+    ok(
+        &server,
+        &admin,
+        "fleet.check",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let sa = ok(
+        &server,
+        &admin,
+        "serviceAccount.create",
+        json!({ "tenantId": "root", "name": "ops" }),
+    )
+    .await;
+    ok(
+        &server,
+        &admin,
+        "grant.create",
+        json!({ "tenantId": "root", "principalId": sa["id"], "permission": "compute:fleet:admin", "scope": "compute-fleet/global" }),
+    )
+    .await;
+    let created = ok(
+        &server,
+        &admin,
+        "apiKey.create",
+        json!({ "tenantId": "root", "principalId": sa["id"] }),
+    )
+    .await;
+    let ops = created["key"].as_str().unwrap().to_owned();
+
+    let browser = signed_in_polling(&server, &ops, 300).await;
+    wait_for(&browser, "#in-sync").await;
+    // The server unreachable for the quiet re-reads: the status stays, with a note.
+    hold_requests(&browser, "fleet.status", json!("fail")).await;
+    let note = wait_text(&browser, "#status-stale", |_| true).await;
+    assert!(
+        note.starts_with("Could not refresh at ")
+            && note.contains(": NETWORK ")
+            && note.contains("; showing the status read at "),
+        "{note}"
+    );
+    let role = wait_for(&browser, "#status-stale").await.attr("role").await;
+    assert_eq!(role.unwrap().as_deref(), Some("status"));
+    wait_for(&browser, "#in-sync").await;
+    wait_for(&browser, "#applied-plan-hash").await;
+    assert!(browser.find(Locator::Css("#status-error")).await.is_err());
+    // Asked by the user, the failure is an alert, and the status stays too.
+    click(&browser, "#refresh-events").await;
+    let error = wait_text(&browser, "#status-error", |_| true).await;
+    assert!(error.starts_with("NETWORK"), "{error}");
+    wait_for(&browser, "#applied-plan-hash").await;
+    // Reachable again: the next quiet read clears both.
+    hold_requests(&browser, "fleet.status", json!(0)).await;
+    let deadline = Instant::now() + WAIT;
+    while text_of(&browser, "status-error").await.is_some()
+        || text_of(&browser, "status-stale").await.is_some()
+    {
+        assert!(Instant::now() < deadline, "the failure note stayed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A document being typed when the key is revoked.
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    click(&browser, "#document").await;
+    wait_for(&browser, "#document")
+        .await
+        .send_keys("{\"version\": 1")
+        .await
+        .unwrap();
+    ok(
+        &server,
+        &admin,
+        "apiKey.revoke",
+        json!({ "tenantId": "root", "id": created["id"] }),
+    )
+    .await;
+    let refused = wait_text_of(&browser, "status-refused", |_| true).await;
+    assert!(
+        refused.starts_with("This key was refused (UNAUTHENTICATED")
+            && refused.ends_with("Sign in again to continue."),
+        "{refused}"
+    );
+    // A few more periods: nothing moves.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(browser.find(Locator::Css("#refusal")).await.is_err());
+    expect_focus(&browser, "document").await;
+    let value = browser
+        .execute("return document.querySelector('#document').value;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(value, json!("{\"version\": 1"));
+    click(&browser, "#tab-drift").await;
+    wait_for(&browser, "#status-refused").await;
+    wait_for(&browser, "#applied-plan-hash").await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

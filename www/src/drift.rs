@@ -52,75 +52,130 @@ pub fn DriftView() -> impl IntoView {
     }
 }
 
-/// The status, its loading state or its error, as HTML.
+/// A failed quiet re-read, under the card's heading: what is shown stays, with when it was
+/// read; a refused key stops the re-reads and says so (the page is left as it is, and so is
+/// a document being edited in the plan view).
+fn stale_note<T>(m: &mut Markup, load: &Load<T>, id: &str, what: &str) {
+    let Some((error, at)) = &load.stale else {
+        return;
+    };
+    if error.is_refusal() {
+        m.open(
+            "p",
+            &[
+                ("id", &format!("{id}-refused")),
+                ("class", "alert warn"),
+                ("role", "status"),
+            ],
+        )
+        .text("This key was refused (")
+        .element("code", &[], &error.code)
+        .text(&format!(
+            " {}), so the page stopped refreshing. Sign in again to continue.",
+            error.message
+        ))
+        .close("p");
+        return;
+    }
+    let clock = |ms: i64| utc(ms).split_off(11);
+    m.open(
+        "p",
+        &[
+            ("id", &format!("{id}-stale")),
+            ("class", "muted small"),
+            ("role", "status"),
+        ],
+    )
+    .text(&format!("Could not refresh at {}: ", clock(*at)))
+    .element("code", &[], &error.code)
+    .text(&format!(
+        " {}; showing the {what} read at {}.",
+        error.message,
+        clock(load.read_at)
+    ))
+    .close("p");
+}
+
+/// The status, its loading state or its error, as HTML. A failed refresh keeps the status
+/// shown.
 fn status_load_html(load: &Load<Status>) -> String {
     let mut m = Markup::default();
-    match (&load.value, &load.error) {
-        (_, Some(error)) => {
-            m.open(
-                "p",
-                &[
-                    ("id", "status-error"),
-                    ("class", "alert error"),
-                    ("role", "alert"),
-                ],
-            )
+    stale_note(&mut m, load, "status", "status");
+    if let Some(error) = &load.error {
+        m.open(
+            "p",
+            &[
+                ("id", "status-error"),
+                ("class", "alert error"),
+                ("role", "alert"),
+            ],
+        )
+        .element("code", &[], &error.code)
+        .text(" ")
+        .text(&error.message)
+        .close("p");
+    }
+    let mut html = m.finish();
+    match &load.value {
+        Some(status) => html.push_str(&status_html(status)),
+        None if load.error.is_none() && load.stale.is_none() => {
+            html.push_str(
+                "<div class=\"skeleton\" role=\"status\">Loading the fleet status…</div>",
+            );
+        }
+        None => {}
+    }
+    html
+}
+
+/// The events, their loading state or their error, as HTML. A failed refresh keeps the
+/// events shown.
+fn events_load_html(load: &Load<Vec<Event>>) -> String {
+    let mut m = Markup::default();
+    // A key with compute:fleet:admin alone sees the drift, without its history.
+    let forbidden = [load.error.as_ref(), load.stale.as_ref().map(|s| &s.0)]
+        .into_iter()
+        .flatten()
+        .any(|e| e.code == "FORBIDDEN");
+    if forbidden {
+        m.element(
+            "p",
+            &[("id", "events-forbidden"), ("class", "muted")],
+            "This key cannot read events (events:event:read), so the drift's history is not shown.",
+        );
+        return m.finish();
+    }
+    stale_note(&mut m, load, "events", "events");
+    if let Some(error) = &load.error {
+        m.open("p", &[("class", "alert error"), ("role", "alert")])
             .element("code", &[], &error.code)
             .text(" ")
             .text(&error.message)
             .close("p");
-        }
-        (Some(status), None) => return status_html(status),
-        (None, None) => {
-            m.element(
-                "div",
-                &[("class", "skeleton"), ("role", "status")],
-                "Loading the fleet status…",
-            );
-        }
     }
-    m.finish()
-}
-
-/// The events, their loading state or their error, as HTML.
-fn events_load_html(load: &Load<Vec<Event>>) -> String {
-    let mut m = Markup::default();
-    match (&load.value, &load.error) {
-        // A key with compute:fleet:admin alone sees the drift, without its history.
-        (_, Some(error)) if error.code == "FORBIDDEN" => {
-            m.element(
-                "p",
-                &[("id", "events-forbidden"), ("class", "muted")],
-                "This key cannot read events (events:event:read), so the drift's history is not shown.",
-            );
-        }
-        (_, Some(error)) => {
-            m.open("p", &[("class", "alert error"), ("role", "alert")])
-                .element("code", &[], &error.code)
-                .text(" ")
-                .text(&error.message)
-                .close("p");
-        }
-        (Some(events), None) if events.is_empty() => {
+    match &load.value {
+        Some(events) if events.is_empty() => {
             m.element(
                 "p",
                 &[("id", "no-events"), ("class", "muted")],
                 "No drift events yet.",
             );
         }
-        (Some(events), None) => {
-            let mut html = String::from("<ol id=\"timeline\" class=\"timeline\">");
+        Some(events) => {
+            let mut html = m.finish();
+            html.push_str("<ol id=\"timeline\" class=\"timeline\">");
             html.push_str(&events_html(events));
             html.push_str("</ol>");
             return html;
         }
-        (None, None) => {
+        None if load.error.is_none() && load.stale.is_none() => {
             m.element(
                 "div",
                 &[("class", "skeleton short"), ("role", "status")],
                 "Loading events…",
             );
         }
+        None => {}
     }
     m.finish()
 }

@@ -27,6 +27,10 @@ pub struct Load<T> {
     pub loading: bool,
     /// The last request failed.
     pub error: Option<ApiError>,
+    /// When `value` was read (Unix milliseconds).
+    pub read_at: i64,
+    /// The last quiet re-read failed (the value is kept): its error and when.
+    pub stale: Option<(ApiError, i64)>,
 }
 
 impl<T> Default for Load<T> {
@@ -35,8 +39,30 @@ impl<T> Default for Load<T> {
             value: None,
             loading: false,
             error: None,
+            read_at: 0,
+            stale: None,
         }
     }
+}
+
+impl<T> Load<T> {
+    /// A quiet re-read was refused (the key revoked, its grant removed): the re-reads stop
+    /// until the user asks for something.
+    pub fn refused_quietly(&self) -> bool {
+        self.stale.as_ref().is_some_and(|(e, _)| e.is_refusal())
+    }
+}
+
+/// The key may not read events: not asked again (each refusal is audited).
+fn events_forbidden(events: &Load<Vec<api::Event>>) -> bool {
+    [events.error.as_ref(), events.stale.as_ref().map(|s| &s.0)]
+        .into_iter()
+        .flatten()
+        .any(|e| e.code == "FORBIDDEN")
+}
+
+fn now() -> i64 {
+    js_sys::Date::now() as i64
 }
 
 /// The console's state, provided as context (`expect_context::<Console>()`).
@@ -182,12 +208,24 @@ impl Console {
             target.maybe_update(|load| {
                 let changed = match answer {
                     Ok(value) => {
-                        let changed = load.value.as_ref() != Some(&value) || load.error.is_some();
+                        let changed = load.value.as_ref() != Some(&value)
+                            || load.error.is_some()
+                            || load.stale.is_some();
                         load.value = Some(value);
                         load.error = None;
+                        load.stale = None;
+                        load.read_at = now();
                         changed
                     }
+                    // A re-read nobody asked for keeps what is shown, with a note: a network
+                    // blip or a revoked key must not unmount the page (and a document being
+                    // edited with it) nor move the focus.
+                    Err(error) if quiet && (load.value.is_some() || error.is_refusal()) => {
+                        load.stale = Some((error, now()));
+                        true
+                    }
                     Err(error) => {
+                        load.stale = None;
                         if error.code == "UNAUTHENTICATED" || (fleet && error.is_refusal()) {
                             self.refused.set(Some(error.clone()));
                         }
@@ -222,7 +260,13 @@ impl Console {
                     .and_then(|w| w.document())
                     .is_none_or(|d| d.hidden());
                 let away = self.key.with_untracked(Option::is_none)
-                    || self.refused.with_untracked(Option::is_some);
+                    || self.refused.with_untracked(Option::is_some)
+                    || self.status.with_untracked(Load::refused_quietly)
+                    || self.events.with_untracked(|e| {
+                        e.stale
+                            .as_ref()
+                            .is_some_and(|(e, _)| e.code == "UNAUTHENTICATED")
+                    });
                 if hidden || away || polling.get_value() {
                     return;
                 }
@@ -243,9 +287,9 @@ impl Console {
                 }
                 // A key that may not read events is not asked again (each refusal is audited).
                 if self.events_available.get_untracked()
-                    && !self.events.with_untracked(|e| {
-                        e.loading || e.error.as_ref().is_some_and(|e| e.code == "FORBIDDEN")
-                    })
+                    && !self
+                        .events
+                        .with_untracked(|e| e.loading || events_forbidden(e))
                 {
                     self.fetch_into(
                         self.events,
