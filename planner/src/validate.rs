@@ -89,6 +89,19 @@ pub fn text_problem(text: &str) -> Option<String> {
 
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).
 pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
+    // serde_json would say "expected value at line 1 column 1", which does not say what is
+    // wrong: editors on Windows save such a mark, and JSON may not start with one (RFC 8259,
+    // 8.1). The position ends the message, as serde_json's do, so tools locate it.
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return Err(Invalid {
+            problems: vec![Problem {
+                path: String::new(),
+                message: "the document starts with a UTF-8 byte order mark; save it without one \
+                          at line 1 column 1"
+                    .to_owned(),
+            }],
+        });
+    }
     // One UTF-8 check of the whole text, then serde_json's `&str` reader, which skips the
     // check per string it would otherwise make (a fifth of the parse of a document).
     let text = crate::export::utf8(bytes).map_err(|err| Invalid {

@@ -377,3 +377,23 @@ test('JSON.stringify(plan(...)) differs from planJson(...) only where the README
   const plain = budget('0.25');
   assert.equal(JSON.stringify(planner.plan(plain, exported)), planner.planJson(plain, exported));
 });
+
+test('a document that starts with a UTF-8 byte order mark is told so, as the CLI tells it', () => {
+  // Read from a file saved with one, as bytes or as text (readFileSync keeps the mark).
+  const expected = {
+    ok: false,
+    problems: [
+      {
+        path: '',
+        message: 'the document starts with a UTF-8 byte order mark; save it without one at line 1 column 1',
+      },
+    ],
+  };
+  const text = '\ufeff{"version": 1}\n';
+  assert.deepStrictEqual(planner.validate(new TextEncoder().encode(text)), expected);
+  assert.deepStrictEqual(planner.validate(text), expected);
+  assert.throws(
+    () => planner.plan(text, { tenantId: 'root', caller: 'usr_ops', config: { version: 1 } }),
+    (error) => error.code === 'INVALID_INPUT' && error.problems[0].message === expected.problems[0].message,
+  );
+});

@@ -122,6 +122,30 @@ fn syntax_error_has_line_and_column() {
 }
 
 #[test]
+fn a_byte_order_mark_is_named_with_its_place() {
+    let problems = validate(b"\xEF\xBB\xBF{\"version\": 1}\n")
+        .unwrap_err()
+        .problems;
+    assert_eq!(
+        problems,
+        vec![crate::Problem {
+            path: String::new(),
+            message: "the document starts with a UTF-8 byte order mark; save it without one at \
+                      line 1 column 1"
+                .to_owned(),
+        }]
+    );
+    let text = "\u{feff}{\"version\": 1}";
+    let at = crate::locate::locate_problem(text, &problems[0]).unwrap();
+    assert_eq!((at.line, at.column), (1, 1));
+    // Not at the start, it is a character like any other: not JSON there either.
+    check(
+        "{\"version\": 1}\u{feff}",
+        ": not valid JSON: trailing characters at line 1 column 15",
+    );
+}
+
+#[test]
 fn invalid_utf8_is_a_syntax_error_with_its_place() {
     // The text is checked as UTF-8 once, up front; the error is still serde_json's own.
     let bytes = b"{\n  \"version\": 1,\n  \"sites\": [{\"name\": \"fr\xffa\"}]\n}";
