@@ -1947,3 +1947,53 @@ async fn a_failed_or_refused_re_read_keeps_the_page() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// A drift of more changes than the server keeps (50) says the list is cut, with the count
+/// the summary has.
+#[tokio::test]
+async fn a_drift_past_fifty_changes_says_the_list_is_cut() {
+    let (server, admin, _keys) = demo_server("console-long-drift-key");
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    ok(
+        &server,
+        &admin,
+        "fleet.apply",
+        json!({ "tenantId": "root", "config": export["config"], "prune": true }),
+    )
+    .await;
+    for _ in 0..60 {
+        ok(
+            &server,
+            &admin,
+            "site.create",
+            json!({ "tenantId": "root", "kind": "shared", "region": "eu" }),
+        )
+        .await;
+    }
+    let checked = ok(
+        &server,
+        &admin,
+        "fleet.check",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let summary = &checked["drift"]["summary"];
+    assert_eq!(summary["delete"], json!(60), "{checked}");
+
+    let browser = signed_in(&server, &admin).await;
+    wait_text(&browser, "#drift-summary", |t| t.contains("60 to delete")).await;
+    let cut = wait_text(&browser, "#drift-cut", |_| true).await;
+    assert_eq!(
+        cut,
+        "The first 50 of 60 changes are listed; plan the document to see them all."
+    );
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

@@ -262,9 +262,27 @@ fn status_html(status: &Status) -> String {
                     "p",
                     &[("id", "drift-summary"), ("class", "summary")],
                     &summary_line(&drift.summary),
-                )
-                // A drift is the plan back to the document: say which side is which.
-                .element(
+                );
+            // The server keeps the first 50 changes of a drift; its summary counts all.
+            let total = drift.summary.create + drift.summary.update + drift.summary.delete;
+            let listed = drift
+                .changes
+                .iter()
+                .filter(|c| c.action != "unchanged")
+                .count();
+            if total > listed {
+                m.element(
+                    "p",
+                    &[("id", "drift-cut"), ("class", "muted")],
+                    &format!(
+                        "The first {} of {} changes are listed; plan the document to see them all.",
+                        thousands(listed),
+                        thousands(total)
+                    ),
+                );
+            }
+            // A drift is the plan back to the document: say which side is which.
+            m.element(
                     "p",
                     &[("id", "drift-legend"), ("class", "legend muted small")],
                     "Each change is what applying the document again would do; a field shows its live value → the document's.",
@@ -293,6 +311,19 @@ fn status_html(status: &Status) -> String {
         }
     }
     m.finish()
+}
+
+/// `1100` as `1,100`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Recent `fleet.drifted` and `fleet.converged` events, newest first.
