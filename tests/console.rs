@@ -1997,3 +1997,38 @@ async fn a_drift_past_fifty_changes_says_the_list_is_cut() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// Sign in and Apply keep their width while they work ("Checking…", "Applying…"), as Check
+/// now and Refresh export do: the right-aligned Apply's left edge jumped by 10 pixels.
+#[tokio::test]
+async fn sign_in_and_apply_keep_their_width() {
+    let (server, admin, _keys) = demo_server("console-steady-apply-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let browser = Browser::start().await;
+    browser.goto(&server.url("/")).await.unwrap();
+    watch_console(&browser).await;
+    let input = wait_for(&browser, "#api-key").await;
+    input.send_keys(&admin).await.unwrap();
+    let before = width(&browser, "#sign-in").await;
+    hold_requests(&browser, "fleet.status", json!(1500)).await;
+    click(&browser, "#sign-in").await;
+    wait_text(&browser, "#sign-in", |t| t.starts_with("Checking…")).await;
+    assert_eq!(width(&browser, "#sign-in").await, before);
+    hold_requests(&browser, "fleet.status", json!(0)).await;
+
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    let before = width(&browser, "#apply").await;
+    hold_requests(&browser, "fleet.apply", json!(1500)).await;
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    wait_text(&browser, "#apply", |t| t.starts_with("Applying…")).await;
+    assert_eq!(width(&browser, "#apply").await, before);
+    wait_text(&browser, "#apply-result", |t| t.contains("Applied")).await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

@@ -861,6 +861,7 @@ fn ApplyPanel(
                 <div class="actions">
                     <button
                         id="apply"
+                        class="steady"
                         node_ref=apply_button
                         type="button"
                         disabled=move || !can_apply()
@@ -870,7 +871,10 @@ fn ApplyPanel(
                             }
                         }
                     >
-                        {move || if sending() { "Applying…" } else { "Apply…" }}
+                        <span>{move || if sending() { "Applying…" } else { "Apply…" }}</span>
+                        // Both labels, hidden: the button keeps the longer one's width.
+                        <span class="reserve" aria-hidden="true">"Apply…"</span>
+                        <span class="reserve" aria-hidden="true">"Applying…"</span>
                     </button>
                 </div>
             </div>

@@ -85,8 +85,11 @@ pub fn SignIn() -> impl IntoView {
                     required
                     on:input=move |ev| key.set(event_target_value(&ev))
                 />
-                <button id="sign-in" type="submit" disabled=move || pending.get()>
-                    {move || if pending.get() { "Checking…" } else { "Sign in" }}
+                <button id="sign-in" class="steady" type="submit" disabled=move || pending.get()>
+                    <span>{move || if pending.get() { "Checking…" } else { "Sign in" }}</span>
+                    // Both labels, hidden: the button keeps the longer one's width.
+                    <span class="reserve" aria-hidden="true">"Sign in"</span>
+                    <span class="reserve" aria-hidden="true">"Checking…"</span>
                 </button>
             </form>
             <div inner_html=move || error.with(|e| e.as_ref().map(error_html).unwrap_or_default())></div>
