@@ -1550,9 +1550,9 @@ both!(
     a_fleet_name_is_not_an_unnamed_objects_id
 );
 
-/// A pool archived, a pool named by its old id, then the first pool again: its create would
-/// bring the archived row back under that id, and one reference would mean two pools. The plan
-/// says so and blocks; the same create by hand is CONFLICT (found by a fuzzing audit).
+/// A pool archived, then a pool named by its old id: the plan blocks that name (a pool id's
+/// shape names no pool), and so does the same create by hand, so the first pool can come back
+/// under its id without one reference meaning two pools (found by a fuzzing audit).
 async fn a_revived_pool_cannot_take_a_name_as_its_id(db: Db) {
     let fleet = Fleet::start(db, &[]).await;
     let site = json!({ "name": "s", "kind": "shared", "region": "r" });
@@ -1570,41 +1570,38 @@ async fn a_revived_pool_cannot_take_a_name_as_its_id(db: Db) {
         .unwrap()
         .to_string();
     fleet.ok("fleet.apply", apply(json!([]), true)).await;
-    fleet
-        .ok(
-            "fleet.apply",
-            apply(
-                json!([{ "name": old_id, "site": "s", "class": "vps-host" }]),
-                false,
-            ),
-        )
-        .await;
+    let named_by_id = json!([{ "name": old_id, "site": "s", "class": "vps-host" }]);
     let blocked = fleet
-        .fails("fleet.apply", apply(n, false), "PLAN_BLOCKED")
+        .fails("fleet.apply", apply(named_by_id, false), "PLAN_BLOCKED")
         .await;
     assert!(
         blocked
             .message
-            .contains(&format!("which pool \"{old_id}\" has as its name")),
+            .contains("has the shape of a pool id and names no pool of this tenant"),
         "{blocked:?}"
     );
     let site_id = server_support::exported(&export, "site", "s")["id"].clone();
     let by_hand = fleet
         .fails(
             "pool.create",
-            json!({ "tenantId": "root", "siteId": site_id, "class": "vps-host", "idempotencyKey": "fleet:root:pool:n" }),
+            json!({ "tenantId": "root", "siteId": site_id, "class": "vps-host",
+                    "idempotencyKey": format!("fleet:root:pool:{old_id}") }),
             "CONFLICT",
         )
         .await;
-    assert_eq!(
-        by_hand.details["usedBy"].as_str().map(|u| u != old_id),
-        Some(true),
+    assert!(
+        by_hand.message.contains("has the shape of a pool id"),
         "{by_hand:?}"
     );
-    // The fleet is as it was: one pool, named by the old id, and the export plans back clean.
+    // The first pool comes back under its id, and the export plans back clean.
+    fleet.ok("fleet.apply", apply(n, false)).await;
     let again = fleet
         .ok("fleet.export", json!({ "tenantId": "root" }))
         .await;
+    assert_eq!(
+        server_support::exported(&again, "pool", "n")["id"],
+        old_id.as_str()
+    );
     let plan = fleet
         .ok(
             "fleet.plan",

@@ -22,6 +22,14 @@ pub fn prefix(kind: Kind) -> Option<&'static str> {
     }
 }
 
+/// Whether `name` has the shape of an id of `kind` (its prefix, then 26 Crockford base32
+/// characters), as a random or derived id has.
+pub fn has_id_shape(kind: Kind, name: &str) -> bool {
+    prefix(kind)
+        .and_then(|prefix| name.strip_prefix(prefix))
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| CROCKFORD.contains(&b)))
+}
+
 /// The id an object created with `idempotency_key` by `caller` gets: the prefix, then 26
 /// lowercase Crockford base32 characters of SHA-256(`caller` "\n" `idempotency_key`).
 ///
@@ -66,6 +74,11 @@ mod tests {
         assert_ne!(a, derive_id(Kind::Pool, "usr_other", &key));
         assert!(a.starts_with("pool_") && a.len() == 5 + 26, "{a}");
         assert!(a[5..].bytes().all(|b| CROCKFORD.contains(&b)));
+        assert!(has_id_shape(Kind::Pool, &a));
+        assert!(!has_id_shape(Kind::Site, &a));
+        assert!(!has_id_shape(Kind::Pool, "pool_short"));
+        assert!(!has_id_shape(Kind::Pool, &a.replace('p', "P")));
+        assert!(!has_id_shape(Kind::Pool, "vps-fra"));
     }
 
     #[test]

@@ -541,6 +541,27 @@ async fn record_name(
     )
     .await?;
     let mut other = taken.into_iter().next().map(|(other,)| other);
+    // A pool id's shape as a new pool's name (the plan blocks it: a pool offered to this
+    // tenant later under that id would make the name mean two pools); a replay of the create
+    // that recorded it long ago keeps it.
+    if kind == Kind::Pool && planner::ids::has_id_shape(Kind::Pool, name) {
+        let recorded = super::db::exists(
+            tx,
+            "SELECT object_id FROM fleet_names WHERE kind = $1 AND object_id = $2 AND name = $3",
+            &[kind.as_str(), id, name],
+        )
+        .await?;
+        if !recorded {
+            return Err(ApiError::with(
+                Code::Conflict,
+                format!(
+                    "\"{name}\" has the shape of a pool id and names no pool of this tenant: a new \
+                     pool cannot take an id as its name"
+                ),
+                json!({ "object": format!("pool {name}") }),
+            ));
+        }
+    }
     // Or an object of the kind whose id is this name, named by fleet or not (an unnamed one
     // exports under its id; any may be named by its id in a document); or a pool offered to
     // the tenant.

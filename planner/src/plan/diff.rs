@@ -868,6 +868,17 @@ impl<'a> Planner<'a> {
         };
         let cur = match existing {
             None => {
+                // A name shaped like a pool id that names no pool (one gone since, another
+                // tenant's): as a new pool's name it would read as that id, and a pool offered
+                // to this tenant later under it would make it mean two pools.
+                if ids::has_id_shape(Kind::Pool, &p.name) && !self.offered.contains(p.name.as_str())
+                {
+                    notes.push(format!(
+                        "\"{}\" has the shape of a pool id and names no pool of this tenant: a \
+                         new pool cannot take an id as its name",
+                        p.name
+                    ));
+                }
                 // Its create gives it the id it derives (bringing back the archived pool of
                 // the same name, if any): a pool that has that id as its name (allowed while
                 // the archived one was gone) would make one reference mean both, and the

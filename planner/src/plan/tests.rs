@@ -867,6 +867,38 @@ fn a_pool_whose_create_takes_another_pools_name_as_its_id_is_blocked() {
 }
 
 #[test]
+fn a_new_pool_cannot_take_a_pool_ids_shape_as_its_name() {
+    // An id-shaped name that names no pool of the tenant (a pool gone since, another
+    // tenant's): a pool offered to this tenant later under that id would make the name mean
+    // two pools (a fuzzing audit), so no new pool takes one.
+    let id = format!("pool_{}", "0123456789abcdefghjkmnpqrs");
+    let ex = export(FLEET, &[]);
+    let doc = format!(
+        r#"{{"version": 1, "pools": [{{"name": "{id}", "site": "fra", "class": "vps-host"}}]}}"#
+    );
+    let p = check(
+        &doc,
+        &ex,
+        KEEP,
+        &format!(
+            r#"pool {id} create blocked: "{id}" has the shape of a pool id and names no pool of this tenant: a new pool cannot take an id as its name"#
+        ),
+    );
+    assert!(p.calls.is_empty(), "{:?}", p.calls);
+    // Not the shape (25 characters, a letter Crockford leaves out): an ordinary name.
+    for name in [
+        "pool_0123456789abcdefghjkmnpqr",
+        "pool_0123456789abcdefghjkmnpqrl",
+    ] {
+        let doc = format!(
+            r#"{{"version": 1, "pools": [{{"name": "{name}", "site": "fra", "class": "vps-host"}}]}}"#
+        );
+        let p = plan(&validate(doc.as_bytes()).unwrap(), &ex, KEEP);
+        assert!(!p.is_blocked(), "{name}: {:?}", p.changes);
+    }
+}
+
+#[test]
 fn a_pool_named_like_an_offered_pools_id_is_blocked() {
     // The tenant's templates name the offered pool by that id, and its export writes it so: a
     // pool of its own by that name would make both mean two pools (a fuzzing audit found plans
