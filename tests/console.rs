@@ -2032,3 +2032,41 @@ async fn sign_in_and_apply_keep_their_width() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// Counts the page's requests by method from now on (`window.__requests`).
+async fn count_requests(browser: &Browser) {
+    browser
+        .execute(
+            "window.__requests = {}; const f = window.fetch; \
+             window.fetch = (url, init) => { const m = String(url).split('/api/')[1]; \
+               window.__requests[m] = (window.__requests[m] || 0) + 1; return f(url, init); };",
+            vec![],
+        )
+        .await
+        .unwrap();
+}
+
+/// A key that may not read events is not sent event.list again by Check now or Refresh
+/// (each would be an audited FORBIDDEN).
+#[tokio::test]
+async fn a_key_without_events_is_not_sent_event_list_again() {
+    let (server, admin, _keys) = demo_server("console-no-events-key");
+    apply_export_as_is(&server, &admin).await;
+    let key = pipeline_key(&server, &admin).await;
+    let browser = signed_in(&server, &key).await;
+    wait_for(&browser, "#events-forbidden").await;
+    count_requests(&browser).await;
+    click(&browser, "#check-now").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    click(&browser, "#refresh-events").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let requests = browser
+        .execute("return window.__requests;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(requests, json!({ "fleet.check": 1, "fleet.status": 1 }));
+    wait_for(&browser, "#events-forbidden").await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

@@ -332,8 +332,13 @@ impl Console {
         );
     }
 
-    /// `event.list`; an older server without it hides the timeline.
+    /// `event.list`; an older server without it hides the timeline. A key known to be
+    /// refused events is not asked again (each refusal is audited): Check now and Refresh
+    /// skip it; a tenant change or a new session forgets the refusal.
     pub fn refresh_events(self) {
+        if self.events.with_untracked(events_forbidden) {
+            return;
+        }
         let available = self.events_available;
         self.load(
             self.events,
