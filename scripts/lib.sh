@@ -4,6 +4,11 @@
 TOOLS="${BETTER_COMPUTE_TOOLS:-$HOME/.cache/better-compute}"
 export PATH="$HOME/.cargo/bin:$TOOLS/node_modules/.bin:$PATH"
 
+# The commit builds name in their version (`better-compute --version`, the server's first log
+# line); empty outside a git checkout.
+BETTER_COMPUTE_COMMIT="$(git describe --always --dirty --abbrev=12 2>/dev/null || true)"
+export BETTER_COMPUTE_COMMIT
+
 # Prints a step heading on stderr.
 step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

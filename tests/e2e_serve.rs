@@ -533,3 +533,24 @@ async fn a_stopped_server_leaves_its_whole_database_in_the_file() {
     assert!(pools > 0, "the copy has no pools");
     conn.close().await.unwrap();
 }
+
+/// Builds are told apart: `--version` and the server's first log line name the commit the build
+/// was given (`BETTER_COMPUTE_COMMIT`, which scripts/test and scripts/run set from git).
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let version = Command::new(binary()).arg("--version").output().unwrap();
+    let version = String::from_utf8(version.stdout).unwrap();
+    let expected = match option_env!("BETTER_COMPUTE_COMMIT").filter(|c| !c.is_empty()) {
+        Some(commit) => format!("better-compute {} ({commit})\n", env!("CARGO_PKG_VERSION")),
+        None => format!("better-compute {}\n", env!("CARGO_PKG_VERSION")),
+    };
+    assert_eq!(version, expected);
+    let server = Server::start(Vec::<&str>::new());
+    let logs = server.logs();
+    let first = logs.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("better-compute starting")
+            && first.contains(expected.trim_start_matches("better-compute ").trim_end()),
+        "{logs}"
+    );
+}

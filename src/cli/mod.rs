@@ -29,7 +29,7 @@ use render::Style;
 
 /// better-compute: compute platform server and FleetConfig CLI.
 #[derive(Debug, Parser)]
-#[command(name = "better-compute", version, about)]
+#[command(name = "better-compute", version = version(), about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -216,6 +216,21 @@ struct DocumentArgs {
 enum Output {
     Text,
     Json,
+}
+
+/// The version, and the commit it was built from when the build was told
+/// (`BETTER_COMPUTE_COMMIT`, which scripts/run and scripts/test set from git): `0.1.0
+/// (6c193b6a0b1c)`. Operators tell builds apart by it (`--version`, the server's first log
+/// line).
+pub fn version() -> &'static str {
+    static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let version = env!("CARGO_PKG_VERSION");
+        match option_env!("BETTER_COMPUTE_COMMIT").filter(|c| !c.is_empty()) {
+            Some(commit) => format!("{version} ({commit})"),
+            None => version.to_owned(),
+        }
+    });
+    &VERSION
 }
 
 /// Entry point of the binary: runs the command and returns its exit code.

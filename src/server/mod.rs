@@ -306,6 +306,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         logs.init();
     }
+    tracing::info!(version = crate::cli::version(), "better-compute starting");
     let config = Config::resolve(args)?;
     tokio::runtime::Runtime::new()?.block_on(serve(config))
 }
