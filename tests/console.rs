@@ -1569,7 +1569,8 @@ async fn apply_disabled(browser: &Browser) -> bool {
 
 /// A file that is not UTF-8 is validated as its bytes, as the CLI and the server read it: a
 /// problem at the bad byte, no plan, Apply disabled (the browser's `text()` replaced the byte
-/// with U+FFFD, and the page called the file valid).
+/// with U+FFFD, and the page called the file valid); one keystroke later the U+FFFD it shows
+/// is still a problem, until it is replaced.
 #[tokio::test]
 async fn a_file_that_is_not_utf8_is_a_problem() {
     let (server, admin, keys) = demo_server("console-not-utf8-key");
@@ -1587,6 +1588,37 @@ async fn a_file_that_is_not_utf8_is_a_problem() {
     assert!(browser.find(Locator::Css("#valid")).await.is_err());
     wait_for(&browser, "#no-plan").await;
     assert!(apply_disabled(&browser).await);
+
+    // A keystroke makes it the editor's text, where the browser read the byte as U+FFFD:
+    // still a problem, at the same place, until the U+FFFD is gone.
+    click(&browser, "#document").await;
+    browser
+        .execute(
+            "const t = document.querySelector('#document'); t.setSelectionRange(0, 0);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    wait_for(&browser, "#document")
+        .await
+        .send_keys(" ")
+        .await
+        .unwrap();
+    let problems = wait_text(&browser, "#problems", |t| t.contains("not UTF-8")).await;
+    assert!(
+        problems.contains(&format!(
+            "the file was not UTF-8: the editor shows each byte it could not read as \u{FFFD}; \
+             replace them before planning at line 1 column {}",
+            column + 1
+        )),
+        "{problems}"
+    );
+    assert!(browser.find(Locator::Css("#valid")).await.is_err());
+    wait_for(&browser, "#no-plan").await;
+    assert!(apply_disabled(&browser).await);
+    let text = String::from_utf8_lossy(bytes).replace('\u{FFFD}', "west");
+    paste(&browser, &format!(" {text}")).await;
+    wait_for(&browser, "#valid").await;
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

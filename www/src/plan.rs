@@ -34,6 +34,25 @@ enum Applying {
     Failed(ApiError),
 }
 
+/// The problem of an edited text that came from a file that was not UTF-8 and still holds
+/// the replacement character the browser read a bad byte as, at byte `at`: located as
+/// serde_json locates its errors (the line, and the column in bytes).
+fn replaced_bytes(text: &str, at: usize) -> planner::Invalid {
+    let before = &text[..at];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    planner::Invalid {
+        problems: vec![planner::Problem {
+            path: String::new(),
+            message: format!(
+                "the file was not UTF-8: the editor shows each byte it could not read as \u{FFFD}; \
+                 replace them before planning at line {} column {}",
+                before.matches('\n').count() + 1,
+                at - line_start + 1
+            ),
+        }],
+    }
+}
+
 fn performance() -> Option<web_sys::Performance> {
     web_sys::window()?.performance()
 }
@@ -77,6 +96,10 @@ pub fn PlanView() -> impl IntoView {
     // with replacement characters, which are not the file), until the text is edited.
     // Stored, not a signal: it changes only with `text`, which the validation tracks.
     let raw = StoredValue::new(None::<Vec<u8>>);
+    // The editor's text came from a file that was not UTF-8: once edited, it is validated as
+    // text, where the browser made each bad byte a U+FFFD; those stay a problem until they
+    // are gone or another text replaces them (the plan would write "eu-\u{FFFD}").
+    let not_utf8 = StoredValue::new(false);
     let prune = RwSignal::new(false);
     let applying = RwSignal::new(Applying::Idle);
     // How long the last validation, plan and display took (shown under the plan, and
@@ -92,8 +115,9 @@ pub fn PlanView() -> impl IntoView {
         text.track();
         let validated = raw.with_value(|raw| match raw {
             Some(bytes) => Some(planner::validate(bytes)),
-            None => text.with(|t| {
-                (from_file || !t.trim().is_empty()).then(|| planner::validate(t.as_bytes()))
+            None => text.with(|t| match t.find('\u{FFFD}') {
+                Some(at) if not_utf8.get_value() => Some(Err(replaced_bytes(t, at))),
+                _ => (from_file || !t.trim().is_empty()).then(|| planner::validate(t.as_bytes())),
             }),
         });
         let ms = measure("validate", "validate-start", start);
@@ -207,6 +231,7 @@ pub fn PlanView() -> impl IntoView {
     let held = RwSignal::new(false);
     // `raw`: the file's bytes, when they are not UTF-8 (`value` is the browser's reading).
     let load_text = move |value: String, bytes: Option<Vec<u8>>| {
+        not_utf8.set_value(bytes.is_some());
         raw.set_value(bytes);
         let hold = value.len() > EDIT_LIMIT;
         if let Some(editor) = editor.get_untracked() {
@@ -412,7 +437,11 @@ pub fn PlanView() -> impl IntoView {
                         // Typed or pasted text is no longer the uploaded file.
                         file_name.set(None);
                         raw.set_value(None);
-                        set_text(event_target_value(&ev));
+                        let value = event_target_value(&ev);
+                        if !value.contains('\u{FFFD}') {
+                            not_utf8.set_value(false);
+                        }
+                        set_text(value);
                     }
                 />
             </div>
