@@ -1873,8 +1873,9 @@ async fn wait_text_of(browser: &Browser, id: &str, accept: impl Fn(&str) -> bool
     }
 }
 
-/// A quiet re-read that fails keeps what the drift card shows, with a note (no alert); one the
-/// user asked for shows the alert and keeps it too. A key revoked while the page is open is
+/// A quiet re-read that moves "Last checked" alone keeps a selection in the drift card. One
+/// that fails keeps what the card shows, with a note (no alert); one the user asked for shows
+/// the alert and keeps it too. A key revoked while the page is open is
 /// said in the drift card: the page stays, with the document being typed and the focus in it.
 #[tokio::test]
 async fn a_failed_or_refused_re_read_keeps_the_page() {
@@ -1912,6 +1913,32 @@ async fn a_failed_or_refused_re_read_keeps_the_page() {
 
     let browser = signed_in_polling(&server, &ops, 300).await;
     wait_for(&browser, "#in-sync").await;
+    // A check of the unchanged fleet moves "Last checked" alone: a text selected in the card
+    // stays selected (the card's HTML was written again, and the selection lost).
+    let checked = wait_text(&browser, "#checked-at", |_| true).await;
+    browser
+        .execute(
+            "getSelection().selectAllChildren(document.getElementById('applied-plan-hash'));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    ok(
+        &server,
+        &admin,
+        "fleet.check",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    wait_text(&browser, "#checked-at", |t| t != checked).await;
+    let selected = browser
+        .execute(
+            "return [getSelection().toString(), document.getElementById('applied-plan-hash').textContent];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(selected[0], selected[1], "{selected}");
     // The server unreachable for the quiet re-reads: the status stays, with a note.
     hold_requests(&browser, "fleet.status", json!("fail")).await;
     let note = wait_text(&browser, "#status-stale", |_| true).await;

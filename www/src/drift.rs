@@ -21,6 +21,27 @@ pub fn DriftView() -> impl IntoView {
     };
     // "Checking…" for a check of a shown status, not while the first status loads.
     let checking = move || console.status.with(|s| s.loading && s.value.is_some());
+    // The status's HTML is written again only when more than "Last checked" changed (each
+    // check of an unchanged fleet moves it): a text selected in the card stays selected.
+    let status_box = NodeRef::<leptos::html::Div>::new();
+    let frame = StoredValue::new(String::new());
+    Effect::new(move |_| {
+        let Some(element) = status_box.get() else {
+            return;
+        };
+        console.status.with(|load| {
+            let without = status_load_html(load, false);
+            if frame.with_value(|f| *f != without) {
+                element.set_inner_html(&status_load_html(load, true));
+                frame.set_value(without);
+            } else if let Ok(Some(dd)) = element.query_selector("#checked-at") {
+                let at = load.value.as_ref().map(checked_text).unwrap_or_default();
+                if dd.text_content().as_deref() != Some(at.as_str()) {
+                    dd.set_text_content(Some(&at));
+                }
+            }
+        });
+    });
     view! {
         <section class="card" aria-labelledby="drift-title" aria-busy=move || loading().to_string()>
             <div class="card-head">
@@ -46,7 +67,7 @@ pub fn DriftView() -> impl IntoView {
                         </button>
                 </div>
             </div>
-            <div class="status" inner_html=move || console.status.with(status_load_html)></div>
+            <div class="status" node_ref=status_box></div>
         </section>
         <Timeline />
     }
@@ -98,7 +119,7 @@ fn stale_note<T>(m: &mut Markup, load: &Load<T>, id: &str, what: &str) {
 
 /// The status, its loading state or its error, as HTML. A failed refresh keeps the status
 /// shown.
-fn status_load_html(load: &Load<Status>) -> String {
+fn status_load_html(load: &Load<Status>, checked: bool) -> String {
     let mut m = Markup::default();
     stale_note(&mut m, load, "status", "status");
     if let Some(error) = &load.error {
@@ -117,7 +138,7 @@ fn status_load_html(load: &Load<Status>) -> String {
     }
     let mut html = m.finish();
     match &load.value {
-        Some(status) => html.push_str(&status_html(status)),
+        Some(status) => html.push_str(&status_html(status, checked)),
         None if load.error.is_none() && load.stale.is_none() => {
             html.push_str(
                 "<div class=\"skeleton\" role=\"status\">Loading the fleet status…</div>",
@@ -181,7 +202,7 @@ fn events_load_html(load: &Load<Vec<Event>>) -> String {
 }
 
 /// The status as HTML: the applied document's facts, the last check's error, and the drift.
-fn status_html(status: &Status) -> String {
+fn status_html(status: &Status, checked: bool) -> String {
     let mut m = Markup::default();
     let Some(applied) = &status.applied else {
         m.open("div", &[("id", "never-applied"), ("class", "empty")])
@@ -200,9 +221,11 @@ fn status_html(status: &Status) -> String {
             .close("div");
         return m.finish();
     };
-    let checked = match applied.checked_at {
-        Some(at) => utc(at),
-        None => "not yet".to_owned(),
+    // Left empty for the comparison in DriftView.
+    let checked = if checked {
+        checked_text(status)
+    } else {
+        String::new()
     };
     let fact = |m: &mut Markup, class: &str, term: &str| {
         m.open("div", &[("class", class)]).element("dt", &[], term);
@@ -311,6 +334,14 @@ fn status_html(status: &Status) -> String {
         }
     }
     m.finish()
+}
+
+/// "Last checked": when, or "not yet".
+fn checked_text(status: &Status) -> String {
+    match status.applied.as_ref().and_then(|a| a.checked_at) {
+        Some(at) => utc(at),
+        None => "not yet".to_owned(),
+    }
 }
 
 /// `1100` as `1,100`.
