@@ -1,7 +1,7 @@
 //! The seed's "Fleet drift page": who applied last and when, the applied planHash, when the
 //! fleet was last checked, the drifted changes by kind, and the recent drift events.
 
-use crate::api::{Event, Status};
+use crate::api::{ApiError, Event, Status};
 use crate::changes::{ChangeRef, changes_html};
 use crate::format::{summary_line, utc};
 use crate::markup::Markup;
@@ -35,10 +35,7 @@ pub fn DriftView() -> impl IntoView {
                 element.set_inner_html(&status_load_html(load, true));
                 frame.set_value(without);
             } else if let Ok(Some(dd)) = element.query_selector("#checked-at") {
-                let at = load.value.as_ref().map(checked_text).unwrap_or_default();
-                if dd.text_content().as_deref() != Some(at.as_str()) {
-                    dd.set_text_content(Some(&at));
-                }
+                dd.set_text_content(load.value.as_ref().map(checked_text).as_deref());
             }
         });
     });
@@ -76,52 +73,48 @@ pub fn DriftView() -> impl IntoView {
 /// A failed quiet re-read, under the card's heading: what is shown stays, with when it was
 /// read; a refused key stops the re-reads and says so (the page is left as it is, and so is
 /// a document being edited in the plan view).
-fn stale_note<T>(m: &mut Markup, load: &Load<T>, id: &str, what: &str) {
-    let Some((error, at)) = &load.stale else {
+fn stale_note(m: &mut Markup, stale: Option<&(ApiError, i64)>, read_at: i64, what: &str) {
+    let Some((error, at)) = stale else {
         return;
     };
-    if error.is_refusal() {
-        m.open(
-            "p",
-            &[
-                ("id", &format!("{id}-refused")),
-                ("class", "alert warn"),
-                ("role", "status"),
-            ],
-        )
-        .text("This key was refused (")
-        .element("code", &[], &error.code)
-        .text(&format!(
-            " {}), so the page stopped refreshing. Sign in again to continue.",
-            error.message
-        ))
-        .close("p");
-        return;
-    }
-    let clock = |ms: i64| utc(ms).split_off(11);
+    // Plain text pieces, no `format!`: the .wasm stays smaller.
+    let refused = error.is_refusal();
+    let id = if refused { "-refused" } else { "-stale" };
     m.open(
         "p",
         &[
-            ("id", &format!("{id}-stale")),
-            ("class", "muted small"),
+            ("id", &[what, id].concat()),
+            ("class", if refused { "alert warn" } else { "muted small" }),
             ("role", "status"),
         ],
-    )
-    .text(&format!("Could not refresh at {}: ", clock(*at)))
-    .element("code", &[], &error.code)
-    .text(&format!(
-        " {}; showing the {what} read at {}.",
-        error.message,
-        clock(load.read_at)
-    ))
-    .close("p");
+    );
+    if refused {
+        m.text("This key was refused (")
+            .element("code", &[], &error.code)
+            .text(" ")
+            .text(&error.message)
+            .text("), so the page stopped refreshing. Sign in again to continue.");
+    } else {
+        m.text("Could not refresh at ")
+            .text(&utc(*at)[11..])
+            .text(": ")
+            .element("code", &[], &error.code)
+            .text(" ")
+            .text(&error.message)
+            .text("; showing the ")
+            .text(what)
+            .text(" read at ")
+            .text(&utc(read_at)[11..])
+            .text(".");
+    }
+    m.close("p");
 }
 
 /// The status, its loading state or its error, as HTML. A failed refresh keeps the status
 /// shown.
 fn status_load_html(load: &Load<Status>, checked: bool) -> String {
     let mut m = Markup::default();
-    stale_note(&mut m, load, "status", "status");
+    stale_note(&mut m, load.stale.as_ref(), load.read_at, "status");
     if let Some(error) = &load.error {
         m.open(
             "p",
@@ -166,7 +159,7 @@ fn events_load_html(load: &Load<Vec<Event>>) -> String {
         );
         return m.finish();
     }
-    stale_note(&mut m, load, "events", "events");
+    stale_note(&mut m, load.stale.as_ref(), load.read_at, "events");
     if let Some(error) = &load.error {
         m.open("p", &[("class", "alert error"), ("role", "alert")])
             .element("code", &[], &error.code)
