@@ -1013,6 +1013,15 @@ async fn a_page_left_open_follows_the_drift() {
         .await
         .unwrap();
     assert_eq!(busy, json!("false"));
+    // The events unreachable for the quiet re-reads: the timeline stays, with a note.
+    hold_requests(&browser, "event.list", json!("fail")).await;
+    let note = wait_text(&browser, "#events-stale", |_| true).await;
+    assert!(
+        note.contains(": NETWORK ") && note.contains("; showing the events read at "),
+        "{note}"
+    );
+    wait_text(&browser, "#timeline", |t| t.contains("fleet.drifted")).await;
+    expect_focus(&browser, "refresh-events").await;
 
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
