@@ -1957,6 +1957,7 @@ async fn a_failed_or_refused_re_read_keeps_the_page() {
             && note.contains("; showing the status read at "),
         "{note}"
     );
+    screenshots(&browser, "12-refresh-failed").await;
     let role = wait_for(&browser, "#status-stale").await.attr("role").await;
     assert_eq!(role.unwrap().as_deref(), Some("status"));
     wait_for(&browser, "#in-sync").await;
@@ -2011,6 +2012,7 @@ async fn a_failed_or_refused_re_read_keeps_the_page() {
     click(&browser, "#tab-drift").await;
     wait_for(&browser, "#status-refused").await;
     wait_for(&browser, "#applied-plan-hash").await;
+    screenshots(&browser, "13-key-refused-while-open").await;
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
