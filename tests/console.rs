@@ -353,12 +353,18 @@ async fn download_fleet_json(browser: &Browser) -> Value {
     serde_json::from_str(downloaded["text"].as_str().unwrap()).unwrap()
 }
 
-/// A browser on the console, signed in with `key` through the page's own form (its console
-/// log watched).
-async fn signed_in(server: &Server, key: &str) -> Browser {
+/// A browser on the console's page (its console log watched), not signed in.
+async fn open_console(server: &Server) -> Browser {
     let browser = Browser::start().await;
     browser.goto(&server.url("/")).await.unwrap();
     watch_console(&browser).await;
+    browser
+}
+
+/// A browser on the console, signed in with `key` through the page's own form (its console
+/// log watched).
+async fn signed_in(server: &Server, key: &str) -> Browser {
+    let browser = open_console(server).await;
     wait_for(&browser, "#api-key")
         .await
         .send_keys(key)
@@ -1527,9 +1533,7 @@ async fn an_export_over_a_thousand_items_is_planned_against() {
 /// A browser signed in as `key` (by the keyboard: the key typed, then Enter) on the plan
 /// view, the export fetched.
 async fn signed_in_plan_view(server: &Server, key: &str) -> Browser {
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
+    let browser = open_console(server).await;
     let input = wait_for(&browser, "#api-key").await;
     input.send_keys(key).await.unwrap();
     input.send_keys(&Key::Enter.to_string()).await.unwrap();
@@ -1686,9 +1690,7 @@ async fn the_focus_follows_the_sign_in_and_the_apply() {
     let (server, admin, _keys) = demo_server("console-focus-key");
     let baseline = apply_export_as_is(&server, &admin).await;
     hand_edit_policy(&server, &admin, 0.35).await;
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
+    let browser = open_console(&server).await;
     let input = wait_for(&browser, "#api-key").await;
     input.send_keys(&admin).await.unwrap();
     input.send_keys(&Key::Enter.to_string()).await.unwrap();
@@ -2075,9 +2077,7 @@ async fn sign_in_and_apply_keep_their_width() {
     let (server, admin, _keys) = demo_server("console-steady-apply-key");
     let baseline = apply_export_as_is(&server, &admin).await;
     hand_edit_policy(&server, &admin, 0.35).await;
-    let browser = Browser::start().await;
-    browser.goto(&server.url("/")).await.unwrap();
-    watch_console(&browser).await;
+    let browser = open_console(&server).await;
     let input = wait_for(&browser, "#api-key").await;
     input.send_keys(&admin).await.unwrap();
     let before = width(&browser, "#sign-in").await;
