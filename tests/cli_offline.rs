@@ -179,7 +179,7 @@ fn reviewed() -> Value {
 
 /// The export of a fleet built from `document` (what `fleet export --state` writes).
 fn export_of(document: &Value) -> Value {
-    let document: Document = serde_json::from_value(document.clone()).unwrap();
+    let document = Document::from_value(document).unwrap();
     let fleet = Fleet::from_document(
         "root",
         "usr_ops",
@@ -192,8 +192,9 @@ fn export_of(document: &Value) -> Value {
 }
 
 fn planned(document: &Value, export: &Value, prune: bool) -> Plan {
-    let document = planner::validate(document.to_string().as_bytes()).unwrap();
-    let export = serde_json::from_value(export.clone()).unwrap();
+    let document = document.to_string();
+    let document = planner::validate(document.as_bytes()).unwrap();
+    let export = planner::Export::from_value(export).unwrap();
     planner::plan(&document, &export, PlanOptions { prune })
 }
 

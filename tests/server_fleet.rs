@@ -18,8 +18,9 @@ async fn fleet_with_acme(db: Db, args: &[&str]) -> Fleet {
 
 /// The planner's plan of `document` against `export`, computed here, offline.
 fn offline_plan(document: &Value, export: &Value, prune: bool) -> planner::Plan {
-    let document = planner::validate(document.to_string().as_bytes()).expect("a valid document");
-    let export: planner::Export = serde_json::from_value(export.clone()).expect("an Export");
+    let document = document.to_string();
+    let document = planner::validate(document.as_bytes()).expect("a valid document");
+    let export = planner::Export::from_value(export).expect("an Export");
     planner::plan(&document, &export, planner::PlanOptions { prune })
 }
 

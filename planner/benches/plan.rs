@@ -12,6 +12,9 @@
 #[cfg(not(target_arch = "wasm32"))]
 #[path = "common/fixture.rs"]
 mod fixture;
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "common/peer.rs"]
+mod peer;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
@@ -36,8 +39,17 @@ mod native {
         planned.calls.len()
     }
 
-    /// The peer: two typed serde_json parses of the same bytes.
+    /// The peer: two typed serde_json parses of the same bytes, into `String`s
+    /// (`common/peer.rs`).
     fn peer(desired: &[u8], export: &[u8]) -> usize {
+        let document: super::peer::Document = serde_json::from_slice(desired).expect("parses");
+        let export: super::peer::Export = serde_json::from_slice(export).expect("parses");
+        black_box(&document);
+        export.objects.len()
+    }
+
+    /// The same two parses into the planner's own types, which borrow their strings.
+    fn borrowing(desired: &[u8], export: &[u8]) -> usize {
         let document: Document = serde_json::from_slice(desired).expect("parses");
         let export: Export = serde_json::from_slice(export).expect("parses");
         black_box(&document);
@@ -113,14 +125,25 @@ mod native {
 
         // The ratios, from medians of interleaved rounds in this run.
         let runs = 31;
-        let [parse_doc, parse_both, validate_t, plan_t, hash_t, whole] = interleaved(
+        let [
+            parse_doc,
+            parse_both,
+            borrowed,
+            validate_t,
+            plan_t,
+            hash_t,
+            whole,
+        ] = interleaved(
             runs,
             [
                 &mut || {
-                    black_box(serde_json::from_slice::<Document>(&desired).unwrap());
+                    black_box(serde_json::from_slice::<super::peer::Document>(&desired).unwrap());
                 },
                 &mut || {
                     black_box(peer(&desired, &export_bytes));
+                },
+                &mut || {
+                    black_box(borrowing(&desired, &export_bytes));
                 },
                 &mut || {
                     black_box(validate(&desired).unwrap());
@@ -150,6 +173,11 @@ mod native {
             ms(parse_both)
         );
         println!(
+            "  {:<52}{:>9.2} ms",
+            "two parses into the planner's borrowing types",
+            ms(borrowed)
+        );
+        println!(
             "  {:<52}{:>9.2} ms  {:>5.2} x the document's parse",
             "validate",
             ms(validate_t),
@@ -162,6 +190,12 @@ mod native {
             "validate + read export + plan + hash",
             ms(whole),
             ratio(whole, parse_both)
+        );
+        println!(
+            "  {:<52}{:>9.2} ms  {:>5.2} x the borrowing parses",
+            "validate + read export + plan + hash",
+            ms(whole),
+            ratio(whole, borrowed)
         );
     }
 }

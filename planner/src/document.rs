@@ -3,6 +3,7 @@
 //! These types describe a document that has passed [`crate::validate`]; they serialize to the
 //! exact JSON an export writes. Maps are `BTreeMap` so serialization is ordered and stable.
 
+use crate::text::Text;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -11,44 +12,46 @@ use std::collections::BTreeMap;
 /// that kind alone; an empty one, with prune, deletes all of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Document {
+#[serde(bound(deserialize = "'de: 'a"))]
+pub struct Document<'a> {
     /// Always 1.
     #[schemars(transform = crate::schema::version_one)]
     pub version: u32,
     /// Sites, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
-    pub sites: Option<Vec<Site>>,
+    pub sites: Option<Vec<Site<'a>>>,
     /// Provider accounts, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
-    pub provider_accounts: Option<Vec<ProviderAccount>>,
+    pub provider_accounts: Option<Vec<ProviderAccount<'a>>>,
     /// Pools, by name, with their owner quotas and offers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
-    pub pools: Option<Vec<Pool>>,
+    pub pools: Option<Vec<Pool<'a>>>,
     /// VM flavors, by pool and name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
-    pub flavors: Option<Vec<Flavor>>,
+    pub flavors: Option<Vec<Flavor<'a>>>,
     /// Sandbox templates, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
-    pub sandbox_templates: Option<Vec<SandboxTemplate>>,
+    pub sandbox_templates: Option<Vec<SandboxTemplate<'a>>>,
 }
 
 /// A site: where pools live. Its kind and region never change, and it is never deleted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Site {
+#[serde(bound(deserialize = "'de: 'a"))]
+pub struct Site<'a> {
     /// The name fleet gives it (or its id, when fleet did not create it).
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub name: String,
+    pub name: Text<'a>,
     /// `shared` or `dedicated`.
     pub kind: SiteKind,
     /// The region, free text such as `eu-central`.
     #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
-    pub region: String,
+    pub region: Text<'a>,
 }
 
 /// The kind of a site.
@@ -64,39 +67,41 @@ pub enum SiteKind {
 /// An account with an infrastructure provider; its config holds secret references only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ProviderAccount {
+#[serde(bound(deserialize = "'de: 'a"))]
+pub struct ProviderAccount<'a> {
     /// Its own name.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub name: String,
+    pub name: Text<'a>,
     /// The provider, such as `hetzner-cloud`; fixed.
     #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
-    pub provider: String,
+    pub provider: Text<'a>,
     /// Provider settings (required, `{}` for none); secret-looking keys hold references.
     #[schemars(transform = crate::schema::secret_references)]
-    pub config: BTreeMap<String, String>,
+    pub config: BTreeMap<Text<'a>, Text<'a>>,
 }
 
 /// A pool of capacity at a site.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(bound(deserialize = "'de: 'a"))]
 #[schemars(transform = crate::schema::provider_account_iff_provider)]
-pub struct Pool {
+pub struct Pool<'a> {
     /// The name fleet gives it (or its id).
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub name: String,
+    pub name: Text<'a>,
     /// The site's name (or id); fixed.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub site: String,
+    pub site: Text<'a>,
     /// What the pool hosts; fixed.
     pub class: PoolClass,
     /// The GPU model of its hosts, if any; fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
-    pub gpu_model: Option<String>,
+    pub gpu_model: Option<Text<'a>>,
     /// The provider account, required iff the class is `provider`; fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub provider_account: Option<String>,
+    pub provider_account: Option<Text<'a>>,
     /// Scheduling policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
@@ -104,11 +109,11 @@ pub struct Pool {
     /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::resource_keys)]
-    pub owner_quota: Option<BTreeMap<String, u64>>,
+    pub owner_quota: Option<BTreeMap<Text<'a>, u64>>,
     /// Offers to tenants; left out (or `null`), the offers are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
-    pub offers: Option<Vec<Offer>>,
+    pub offers: Option<Vec<Offer<'a>>>,
 }
 
 /// The class of a pool.
@@ -135,13 +140,14 @@ pub struct Policy {
 /// A pool offered to a tenant, with a quota.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Offer {
+#[serde(bound(deserialize = "'de: 'a"))]
+pub struct Offer<'a> {
     /// The tenant's id; the offer's name within its pool.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub tenant: String,
+    pub tenant: Text<'a>,
     /// Maximum per resource.
     #[schemars(transform = crate::schema::resource_keys)]
-    pub quota: BTreeMap<String, u64>,
+    pub quota: BTreeMap<Text<'a>, u64>,
     /// Higher is scheduled first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = crate::validate::MIN_INTEGER, max = crate::validate::MAX_INTEGER))]
@@ -151,13 +157,14 @@ pub struct Offer {
 /// A VM size sold on a pool; named `<pool>/<name>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Flavor {
+#[serde(bound(deserialize = "'de: 'a"))]
+pub struct Flavor<'a> {
     /// The pool's name (or id); fixed.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub pool: String,
+    pub pool: Text<'a>,
     /// Its name within the pool.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub name: String,
+    pub name: Text<'a>,
     /// Virtual CPUs, at least 1.
     #[schemars(range(min = 1))]
     pub vcpu: u32,
@@ -176,23 +183,24 @@ pub struct Flavor {
 /// A sandbox template: what a sandbox starts from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SandboxTemplate {
+#[serde(bound(deserialize = "'de: 'a"))]
+pub struct SandboxTemplate<'a> {
     /// Its own name.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub name: String,
+    pub name: Text<'a>,
     /// The pool's name, or the id of a pool offered to the tenant; fixed.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub pool: String,
+    pub pool: Text<'a>,
     /// A flavor of that pool, by name.
     #[schemars(pattern(crate::schema::NAME_PATTERN))]
-    pub flavor: String,
+    pub flavor: Text<'a>,
     /// The image it boots.
     #[schemars(length(min = 1, max = crate::validate::MAX_TEXT), pattern(crate::schema::NON_BLANK_PATTERN))]
-    pub image_id: String,
+    pub image_id: Text<'a>,
     /// Environment; secret-looking keys hold references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::secret_references)]
-    pub env: Option<BTreeMap<String, String>>,
+    pub env: Option<BTreeMap<Text<'a>, Text<'a>>>,
     /// Network exposure.
     pub network: Network,
     /// Warm pool size.
@@ -220,4 +228,166 @@ pub struct Warm {
     pub min: u32,
     /// At most this many.
     pub max: u32,
+}
+
+/// A map of texts to texts, owning every string.
+fn owned_texts(map: BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<Text<'static>, Text<'static>> {
+    map.into_iter()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// A quota, owning its keys.
+fn owned_quota(map: BTreeMap<Text<'_>, u64>) -> BTreeMap<Text<'static>, u64> {
+    map.into_iter().map(|(k, v)| (k.into_owned(), v)).collect()
+}
+
+fn owned_list<T, U>(list: Option<Vec<T>>, f: fn(T) -> U) -> Option<Vec<U>> {
+    list.map(|list| list.into_iter().map(f).collect())
+}
+
+// `into_owned` destructures each item, so that a new field must be considered there.
+
+impl<'a> Document<'a> {
+    /// Reads a document from a JSON value, borrowing its strings from it, without the
+    /// validation of [`crate::validate`] (for documents known to be valid: tests, exports).
+    pub fn from_value(value: &'a serde_json::Value) -> Result<Document<'a>, serde_json::Error> {
+        Document::deserialize(value)
+    }
+
+    /// The same document, owning every string (to keep it past the bytes it was read from).
+    pub fn into_owned(self) -> Document<'static> {
+        let Document {
+            version,
+            sites,
+            provider_accounts,
+            pools,
+            flavors,
+            sandbox_templates,
+        } = self;
+        Document {
+            version,
+            sites: owned_list(sites, Site::into_owned),
+            provider_accounts: owned_list(provider_accounts, ProviderAccount::into_owned),
+            pools: owned_list(pools, Pool::into_owned),
+            flavors: owned_list(flavors, Flavor::into_owned),
+            sandbox_templates: owned_list(sandbox_templates, SandboxTemplate::into_owned),
+        }
+    }
+}
+
+impl Site<'_> {
+    /// The same site, owning every string.
+    pub fn into_owned(self) -> Site<'static> {
+        let Site { name, kind, region } = self;
+        Site {
+            name: name.into_owned(),
+            kind,
+            region: region.into_owned(),
+        }
+    }
+}
+
+impl ProviderAccount<'_> {
+    /// The same account, owning every string.
+    pub fn into_owned(self) -> ProviderAccount<'static> {
+        let ProviderAccount {
+            name,
+            provider,
+            config,
+        } = self;
+        ProviderAccount {
+            name: name.into_owned(),
+            provider: provider.into_owned(),
+            config: owned_texts(config),
+        }
+    }
+}
+
+impl Pool<'_> {
+    /// The same pool, owning every string.
+    pub fn into_owned(self) -> Pool<'static> {
+        let Pool {
+            name,
+            site,
+            class,
+            gpu_model,
+            provider_account,
+            policy,
+            owner_quota,
+            offers,
+        } = self;
+        Pool {
+            name: name.into_owned(),
+            site: site.into_owned(),
+            class,
+            gpu_model: gpu_model.map(Text::into_owned),
+            provider_account: provider_account.map(Text::into_owned),
+            policy,
+            owner_quota: owner_quota.map(owned_quota),
+            offers: owned_list(offers, Offer::into_owned),
+        }
+    }
+}
+
+impl Offer<'_> {
+    /// The same offer, owning every string.
+    pub fn into_owned(self) -> Offer<'static> {
+        let Offer {
+            tenant,
+            quota,
+            priority,
+        } = self;
+        Offer {
+            tenant: tenant.into_owned(),
+            quota: owned_quota(quota),
+            priority,
+        }
+    }
+}
+
+impl Flavor<'_> {
+    /// The same flavor, owning every string.
+    pub fn into_owned(self) -> Flavor<'static> {
+        let Flavor {
+            pool,
+            name,
+            vcpu,
+            memory_gib,
+            disk_gib,
+            gpu,
+        } = self;
+        Flavor {
+            pool: pool.into_owned(),
+            name: name.into_owned(),
+            vcpu,
+            memory_gib,
+            disk_gib,
+            gpu,
+        }
+    }
+}
+
+impl SandboxTemplate<'_> {
+    /// The same template, owning every string.
+    pub fn into_owned(self) -> SandboxTemplate<'static> {
+        let SandboxTemplate {
+            name,
+            pool,
+            flavor,
+            image_id,
+            env,
+            network,
+            warm,
+        } = self;
+        SandboxTemplate {
+            name: name.into_owned(),
+            pool: pool.into_owned(),
+            flavor: flavor.into_owned(),
+            image_id: image_id.into_owned(),
+            env: env.map(owned_texts),
+            network,
+            warm,
+        }
+    }
 }

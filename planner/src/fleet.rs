@@ -32,6 +32,7 @@ use crate::calls::{
 use crate::document::{self, Document, Network, Policy, PoolClass, SiteKind, Warm};
 use crate::export::{Export, Kind, ObjectRef, OfferedPool, Section};
 use crate::ids;
+use crate::text::{Text, from_string_keys, from_strings, to_string_keys, to_strings};
 use sha2::Digest as _;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -202,7 +203,7 @@ pub struct Fleet {
     caller: String,
     modules: Modules,
     tenants: BTreeSet<String>,
-    offered_pools: Vec<OfferedPool>,
+    offered_pools: Vec<OfferedPool<'static>>,
     sites: BTreeMap<String, SiteObj>,
     accounts: BTreeMap<String, AccountObj>,
     pools: BTreeMap<String, PoolObj>,
@@ -243,7 +244,7 @@ impl Fleet {
     }
 
     /// Adds pools of other tenants offered to this one (templates may use them by id).
-    pub fn with_offered_pools(mut self, pools: Vec<OfferedPool>) -> Self {
+    pub fn with_offered_pools(mut self, pools: Vec<OfferedPool<'static>>) -> Self {
         self.offered_pools = pools;
         self
     }
@@ -285,9 +286,9 @@ impl Fleet {
             fleet.apply(&Call::ProviderAccountCreate(ProviderAccountCreate {
                 tenant_id: tenant.clone(),
                 idempotency_key: key(Kind::ProviderAccount, &account.name),
-                name: account.name.clone(),
-                provider: account.provider.clone(),
-                config: account.config.clone(),
+                name: account.name.to_string(),
+                provider: account.provider.to_string(),
+                config: to_strings(&account.config),
             }))?;
         }
         for site in document.sites.iter().flatten() {
@@ -295,7 +296,7 @@ impl Fleet {
                 tenant_id: tenant.clone(),
                 idempotency_key: key(Kind::Site, &site.name),
                 kind: site.kind,
-                region: site.region.clone(),
+                region: site.region.to_string(),
             }))?;
         }
         for pool in document.pools.iter().flatten() {
@@ -310,7 +311,7 @@ impl Fleet {
                     idempotency_key: key(Kind::Pool, &pool.name),
                     site_id,
                     class: pool.class,
-                    gpu_model: pool.gpu_model.clone(),
+                    gpu_model: pool.gpu_model.as_deref().map(str::to_owned),
                     provider_account_id,
                     policy: pool.policy.clone(),
                 }))?
@@ -319,7 +320,7 @@ impl Fleet {
                 fleet.apply(&Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
                     tenant_id: tenant.clone(),
                     pool_id: id.clone(),
-                    resource: resource.clone(),
+                    resource: resource.to_string(),
                     max: Some(*max),
                     if_revision: None,
                 }))?;
@@ -328,8 +329,8 @@ impl Fleet {
                 fleet.apply(&Call::PoolOffer(PoolOffer {
                     tenant_id: tenant.clone(),
                     pool_id: id.clone(),
-                    tenant: offer.tenant.clone(),
-                    quota: offer.quota.clone(),
+                    tenant: offer.tenant.to_string(),
+                    quota: to_string_keys(&offer.quota),
                     priority: offer.priority,
                     if_revision: None,
                 }))?;
@@ -341,7 +342,7 @@ impl Fleet {
                 tenant_id: tenant.clone(),
                 idempotency_key: key(Kind::Flavor, &format!("{}/{}", flavor.pool, flavor.name)),
                 pool_id,
-                name: flavor.name.clone(),
+                name: flavor.name.to_string(),
                 vcpu: flavor.vcpu,
                 memory_gib: flavor.memory_gib,
                 disk_gib: flavor.disk_gib,
@@ -354,11 +355,11 @@ impl Fleet {
             fleet.apply(&Call::SandboxTemplateCreate(SandboxTemplateCreate {
                 tenant_id: tenant.clone(),
                 idempotency_key: key(Kind::SandboxTemplate, &template.name),
-                name: template.name.clone(),
+                name: template.name.to_string(),
                 pool_id,
                 flavor_id,
-                image_id: template.image_id.clone(),
-                env: template.env.clone(),
+                image_id: template.image_id.to_string(),
+                env: template.env.as_ref().map(to_strings),
                 network: template.network,
                 warm: template.warm,
             }))?;
@@ -377,7 +378,7 @@ impl Fleet {
                     self.offered_pools
                         .iter()
                         .find(|p| p.id == name)
-                        .map(|p| p.id.clone())
+                        .map(|p| p.id.to_string())
                 }),
             Kind::ProviderAccount => self
                 .accounts
@@ -440,7 +441,7 @@ impl Fleet {
                 .filter(|p| p.id == pool_id)
                 .flat_map(|p| &p.flavors)
                 .find(|f| f.name == name)
-                .map(|f| f.id.clone())
+                .map(|f| f.id.to_string())
         };
         own.or_else(offered).ok_or_else(|| FleetError::NotFound {
             kind: "flavor",
@@ -938,54 +939,55 @@ impl Fleet {
 
     /// What `fleet.export` answers for this fleet: every served key written, lists sorted by
     /// plan name, objects named by fleet's names or else by their ids.
-    pub fn export(&self) -> Export {
-        let mut sites: Vec<document::Site> = self
+    pub fn export(&self) -> Export<'static> {
+        let mut sites: Vec<document::Site<'static>> = self
             .sites
             .iter()
             .map(|(id, s)| document::Site {
-                name: self.plan_name_of(id).to_string(),
+                name: self.plan_name_of(id).to_string().into(),
                 kind: s.kind,
-                region: s.region.clone(),
+                region: s.region.clone().into(),
             })
             .collect();
         sites.sort_by(|a, b| a.name.cmp(&b.name));
 
-        let mut accounts: Vec<document::ProviderAccount> = self
+        let mut accounts: Vec<document::ProviderAccount<'static>> = self
             .accounts
             .values()
             .map(|a| document::ProviderAccount {
-                name: a.name.clone(),
-                provider: a.provider.clone(),
-                config: a.config.clone(),
+                name: a.name.clone().into(),
+                provider: a.provider.clone().into(),
+                config: from_strings(a.config.clone()),
             })
             .collect();
         accounts.sort_by(|a, b| a.name.cmp(&b.name));
 
-        let mut pools: Vec<document::Pool> = self
+        let mut pools: Vec<document::Pool<'static>> = self
             .live_pools()
             .map(|(id, p)| document::Pool {
-                name: self.plan_name_of(id).to_string(),
-                site: self.plan_name_of(&p.site_id).to_string(),
+                name: self.plan_name_of(id).to_string().into(),
+                site: self.plan_name_of(&p.site_id).to_string().into(),
                 class: p.class,
-                gpu_model: p.gpu_model.clone(),
+                gpu_model: p.gpu_model.clone().map(Text::from),
                 provider_account: p.provider_account_id.as_ref().map(|a| {
                     self.accounts
                         .get(a)
                         .map_or_else(|| a.clone(), |a| a.name.clone())
+                        .into()
                 }),
                 policy: p.policy.clone(),
                 owner_quota: Some(
                     p.owner_quota
                         .iter()
-                        .map(|(r, e)| (r.clone(), e.value))
+                        .map(|(r, e)| (Text::from(r.clone()), e.value))
                         .collect(),
                 ),
                 offers: Some(
                     p.offers
                         .iter()
                         .map(|(tenant, e)| document::Offer {
-                            tenant: tenant.clone(),
-                            quota: e.value.quota.clone(),
+                            tenant: tenant.clone().into(),
+                            quota: from_string_keys(e.value.quota.clone()),
                             priority: e.value.priority,
                         })
                         .collect(),
@@ -994,14 +996,14 @@ impl Fleet {
             .collect();
         pools.sort_by(|a, b| a.name.cmp(&b.name));
 
-        let mut flavors: Vec<document::Flavor> = self
+        let mut flavors: Vec<document::Flavor<'static>> = self
             .flavors
             .values()
             // A flavor of an archived pool is not part of the fleet.
             .filter(|f| self.is_live(&f.pool_id))
             .map(|f| document::Flavor {
-                pool: self.plan_name_of(&f.pool_id).to_string(),
-                name: f.name.clone(),
+                pool: self.plan_name_of(&f.pool_id).to_string().into(),
+                name: f.name.clone().into(),
                 vcpu: f.vcpu,
                 memory_gib: f.memory_gib,
                 disk_gib: f.disk_gib,
@@ -1012,15 +1014,15 @@ impl Fleet {
         // name is a prefix of another's.
         flavors.sort_by_cached_key(|f| format!("{}/{}", f.pool, f.name));
 
-        let mut templates: Vec<document::SandboxTemplate> = self
+        let mut templates: Vec<document::SandboxTemplate<'static>> = self
             .templates
             .values()
             .map(|t| document::SandboxTemplate {
-                name: t.name.clone(),
-                pool: self.plan_name_of(&t.pool_id).to_string(),
-                flavor: self.flavor_name(&t.flavor_id),
-                image_id: t.image_id.clone(),
-                env: t.env.clone(),
+                name: t.name.clone().into(),
+                pool: self.plan_name_of(&t.pool_id).to_string().into(),
+                flavor: self.flavor_name(&t.flavor_id).into(),
+                image_id: t.image_id.clone().into(),
+                env: t.env.clone().map(from_strings),
                 network: t.network,
                 warm: t.warm,
             })
@@ -1029,8 +1031,8 @@ impl Fleet {
 
         let serves = |s| self.modules.serves(s);
         Export {
-            tenant_id: self.tenant_id.clone(),
-            caller: self.caller.clone(),
+            tenant_id: self.tenant_id.clone().into(),
+            caller: self.caller.clone().into(),
             config: Document {
                 version: 1,
                 sites: Some(sites),
@@ -1041,7 +1043,7 @@ impl Fleet {
             },
             missing: self.modules.missing(),
             objects: self.objects(),
-            tenants: self.tenants.iter().cloned().collect(),
+            tenants: self.tenants.iter().cloned().map(Text::from).collect(),
             offered_pools: self.offered_pools.clone(),
         }
     }
@@ -1055,17 +1057,17 @@ impl Fleet {
                     .iter()
                     .flat_map(|p| &p.flavors)
                     .find(|f| f.id == flavor_id)
-                    .map(|f| f.name.clone())
+                    .map(|f| f.name.to_string())
             })
             .unwrap_or_else(|| flavor_id.to_string())
     }
 
     /// One entry per exported item, ordered by kind, then plan name.
-    fn objects(&self) -> Vec<ObjectRef> {
+    fn objects(&self) -> Vec<ObjectRef<'static>> {
         let object = |kind, name: String, id: Option<&String>, revision| ObjectRef {
             kind,
-            name,
-            id: id.cloned(),
+            name: name.into(),
+            id: id.cloned().map(Text::from),
             revision,
             // One tenant's model: no other tenant uses its objects.
             used_by: None,
@@ -1579,7 +1581,7 @@ mod tests {
                 region: "eu-central".into(),
             },
             Site {
-                name: by_hand.clone(),
+                name: by_hand.clone().into(),
                 kind: SiteKind::Dedicated,
                 region: "us-east".into(),
             },

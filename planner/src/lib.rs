@@ -11,6 +11,7 @@
 //! - [`fleet`]: an in-memory fleet that executes calls as the server does, for tests.
 //! - [`schema`]: the document's JSON Schema, derived from the model.
 //! - [`ids`]: idempotency keys and deterministic ids.
+//! - [`text`]: the model's strings, borrowed from the JSON they were read from.
 //! - [`canonical`]: RFC 8785 canonical JSON and SHA-256.
 
 pub mod calls;
@@ -23,6 +24,7 @@ pub mod ids;
 pub mod locate;
 pub mod plan;
 pub mod schema;
+pub mod text;
 pub mod validate;
 #[cfg(feature = "wasm")]
 mod wasm;
@@ -33,4 +35,5 @@ pub use document::Document;
 pub use export::{Export, Kind, Section};
 pub use fleet::{Fleet, FleetError};
 pub use plan::{Action, Change, Plan, PlanOptions, Summary, plan, plan_hash};
+pub use text::Text;
 pub use validate::{Invalid, Problem, validate};

@@ -11,6 +11,7 @@ use crate::document::{
     Site, SiteKind, Warm,
 };
 use crate::hash::{FxHasher, HashMap};
+use crate::text::Text;
 use serde::Serialize;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
@@ -88,7 +89,7 @@ pub fn text_problem(text: &str) -> Option<String> {
 }
 
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).
-pub fn validate(bytes: &[u8]) -> Result<Document, Invalid> {
+pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
     // serde_json would say "expected value at line 1 column 1", which does not say what is
     // wrong: editors on Windows save such a mark, and JSON may not start with one (RFC 8259,
     // 8.1). The position ends the message, as serde_json's do, so tools locate it.
@@ -376,40 +377,44 @@ impl Num {
 }
 
 /// A value read: what the seed built, `Null` (the caller decides), or `Bad` (reported).
-enum Parsed {
+enum Parsed<'de> {
     Null,
     Bad,
-    Str(String),
+    Str(Text<'de>),
     SiteKind(SiteKind),
     PoolClass(PoolClass),
     Network(Network),
     U(u64),
     I(i64),
     F(f64),
-    Quota(BTreeMap<String, u64>),
-    Map(BTreeMap<String, String>),
+    Quota(BTreeMap<Text<'de>, u64>),
+    Map(BTreeMap<Text<'de>, Text<'de>>),
     Policy(Policy),
     Warm(Warm),
-    Document(Box<Document>),
-    Sites(Vec<Site>),
-    Accounts(Vec<ProviderAccount>),
-    Pools(Vec<Pool>),
-    Offers(Vec<Offer>),
-    Flavors(Vec<Flavor>),
-    Templates(Vec<SandboxTemplate>),
-    Site(Site),
-    Account(ProviderAccount),
-    Pool(Box<Pool>),
-    Offer(Offer),
-    Flavor(Flavor),
-    Template(Box<SandboxTemplate>),
+    Document(Box<Document<'de>>),
+    Sites(Vec<Site<'de>>),
+    Accounts(Vec<ProviderAccount<'de>>),
+    Pools(Vec<Pool<'de>>),
+    Offers(Vec<Offer<'de>>),
+    Flavors(Vec<Flavor<'de>>),
+    Templates(Vec<SandboxTemplate<'de>>),
+    Site(Site<'de>),
+    Account(ProviderAccount<'de>),
+    Pool(Box<Pool<'de>>),
+    Offer(Offer<'de>),
+    Flavor(Flavor<'de>),
+    Template(Box<SandboxTemplate<'de>>),
 }
 
 /// The fields of one object as read, by their index in its [`Spec`] list; `None` is absent.
-type Slots = [Option<Parsed>; 8];
+type Slots<'de> = [Option<Parsed<'de>>; 8];
 
 /// Takes a field out of `slots`: absent, invalid (already reported) or read.
-fn take<T>(slots: &mut Slots, i: usize, f: impl FnOnce(Parsed) -> Option<T>) -> Field<T> {
+fn take<'de, T>(
+    slots: &mut Slots<'de>,
+    i: usize,
+    f: impl FnOnce(Parsed<'de>) -> Option<T>,
+) -> Field<T> {
     match slots[i].take() {
         None => Field::Absent,
         Some(Parsed::Bad) => Field::Bad,
@@ -417,14 +422,14 @@ fn take<T>(slots: &mut Slots, i: usize, f: impl FnOnce(Parsed) -> Option<T>) -> 
     }
 }
 
-fn string(p: Parsed) -> Option<String> {
+fn string(p: Parsed<'_>) -> Option<Text<'_>> {
     match p {
         Parsed::Str(s) => Some(s),
         _ => None,
     }
 }
 
-fn u32_of(p: Parsed) -> Option<u32> {
+fn u32_of(p: Parsed<'_>) -> Option<u32> {
     match p {
         Parsed::U(u) => u32::try_from(u).ok(),
         _ => None,
@@ -595,7 +600,7 @@ impl Walker {
     }
 
     /// Reports that the value is not what `kind` expects; `got` describes what it is.
-    fn wrong(&mut self, kind: K, got: &str) -> Parsed {
+    fn wrong<'de>(&mut self, kind: K, got: &str) -> Parsed<'de> {
         let message = match kind {
             K::Document => format!("a document must be an object, not {got}"),
             K::Version => format!("version must be 1, not {got}"),
@@ -617,15 +622,15 @@ impl Walker {
         Parsed::Bad
     }
 
-    fn string_value(&mut self, kind: K, s: Cow<'_, str>) -> Parsed {
+    fn string_value<'de>(&mut self, kind: K, s: Text<'de>) -> Parsed<'de> {
         match kind {
-            K::Str => Parsed::Str(s.into_owned()),
+            K::Str => Parsed::Str(s),
             K::Text => match text_problem(&s) {
                 Some(problem) => {
                     self.report(problem);
                     Parsed::Bad
                 }
-                None => Parsed::Str(s.into_owned()),
+                None => Parsed::Str(s),
             },
             K::Name if !is_name(&s) => {
                 self.report(format!(
@@ -634,7 +639,7 @@ impl Walker {
                 ));
                 Parsed::Bad
             }
-            K::Name => Parsed::Str(s.into_owned()),
+            K::Name => Parsed::Str(s),
             K::SiteKind => self.choice(&SITE_KINDS, &s, kind, Parsed::SiteKind),
             K::PoolClass => self.choice(&POOL_CLASSES, &s, kind, Parsed::PoolClass),
             K::Network => self.choice(&NETWORKS, &s, kind, Parsed::Network),
@@ -642,20 +647,20 @@ impl Walker {
         }
     }
 
-    fn choice<T: Copy>(
+    fn choice<'de, T: Copy>(
         &mut self,
         options: &[(&str, T)],
         s: &str,
         kind: K,
-        wrap: fn(T) -> Parsed,
-    ) -> Parsed {
+        wrap: fn(T) -> Parsed<'de>,
+    ) -> Parsed<'de> {
         match options.iter().find(|(name, _)| *name == s) {
             Some(&(_, v)) => wrap(v),
             None => self.wrong(kind, &format!("\"{}\"", shorten(s))),
         }
     }
 
-    fn number(&mut self, kind: K, n: Num) -> Parsed {
+    fn number<'de>(&mut self, kind: K, n: Num) -> Parsed<'de> {
         match kind {
             K::Version if n.as_f64() == 1.0 => Parsed::U(1),
             K::Version => self.wrong(kind, &n.to_string()),
@@ -747,7 +752,7 @@ impl Walker {
         map: &mut A,
         what: &str,
         spec: &[Spec],
-        slots: &mut Slots,
+        slots: &mut Slots<'de>,
     ) -> Result<(), A::Error> {
         let mut seen = 0u32;
         while let Some(Key(key)) = map.next_key()? {
@@ -787,7 +792,11 @@ impl Walker {
 
     /// A quota (resource names to integer maxima) or a string map (`K::Config`, whose
     /// secret-looking keys must hold references).
-    fn map<'de, A: MapAccess<'de>>(&mut self, mut map: A, kind: K) -> Result<Parsed, A::Error> {
+    fn map<'de, A: MapAccess<'de>>(
+        &mut self,
+        mut map: A,
+        kind: K,
+    ) -> Result<Parsed<'de>, A::Error> {
         let mut quota = BTreeMap::new();
         let mut strings = BTreeMap::new();
         // Keys whose value was invalid, so a repeat of them is still found.
@@ -818,7 +827,7 @@ impl Walker {
                     kind: K::Max,
                 })? {
                     Parsed::U(max) if named => {
-                        quota.insert(key.into_owned(), max);
+                        quota.insert(Text::from(key), max);
                     }
                     other => {
                         if let Parsed::Null = other {
@@ -842,7 +851,7 @@ impl Walker {
                             ));
                             bad.push(key.into_owned());
                         } else {
-                            strings.insert(key.into_owned(), value);
+                            strings.insert(Text::from(key), value);
                         }
                     }
                     other => {
@@ -867,7 +876,7 @@ impl Walker {
         &mut self,
         mut seq: A,
         item: Item,
-        take: fn(Parsed) -> Option<T>,
+        take: fn(Parsed<'de>) -> Option<T>,
     ) -> Result<Vec<T>, A::Error> {
         // The length problem belongs before the items' problems, but the length is known last.
         let start = self.problems.len();
@@ -915,7 +924,11 @@ impl Walker {
     }
 
     /// Reads an object of `kind` and builds it.
-    fn object<'de, A: MapAccess<'de>>(&mut self, mut map: A, kind: K) -> Result<Parsed, A::Error> {
+    fn object<'de, A: MapAccess<'de>>(
+        &mut self,
+        mut map: A,
+        kind: K,
+    ) -> Result<Parsed<'de>, A::Error> {
         let (what, spec) = match kind {
             K::Document => ("a document", DOCUMENT),
             K::Policy => ("a policy", POLICY),
@@ -933,7 +946,7 @@ impl Walker {
             }
         };
         // Filled in place: the slots are a few hundred bytes, and a returned array is copied.
-        let mut slots: Slots = Default::default();
+        let mut slots: Slots<'de> = Default::default();
         self.fields(&mut map, what, spec, &mut slots)?;
         let built = match kind {
             K::Document => self.build_document(&mut slots),
@@ -949,9 +962,9 @@ impl Walker {
         Ok(built.unwrap_or(Parsed::Bad))
     }
 
-    fn build_document(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_document<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let version = take(slots, 0, |_| Some(1));
-        let list = |slots: &mut Slots, i| take(slots, i, Some).optional().flatten();
+        let list = |slots: &mut Slots<'de>, i| take(slots, i, Some).optional().flatten();
         let document = Document {
             version: self.require(version, "version").unwrap_or(1),
             sites: list(slots, 1).and_then(|p| match p {
@@ -978,7 +991,7 @@ impl Walker {
         Some(Parsed::Document(Box::new(document)))
     }
 
-    fn build_policy(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_policy<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let budget = take(slots, 0, |p| match p {
             Parsed::F(x) => Some(x),
             _ => None,
@@ -987,7 +1000,7 @@ impl Walker {
         Some(Parsed::Policy(Policy { disruption_budget }))
     }
 
-    fn build_warm(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_warm<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let min = take(slots, 0, u32_of);
         let max = take(slots, 1, u32_of);
         let (min, max) = (self.require(min, "min"), self.require(max, "max"));
@@ -999,7 +1012,7 @@ impl Walker {
         Some(Parsed::Warm(Warm { min, max }))
     }
 
-    fn build_site(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_site<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let name = take(slots, 0, string);
         let kind = take(slots, 1, |p| match p {
             Parsed::SiteKind(k) => Some(k),
@@ -1019,7 +1032,7 @@ impl Walker {
         }))
     }
 
-    fn build_account(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_account<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let name = take(slots, 0, string);
         let provider = take(slots, 1, string);
         let config = take(slots, 2, |p| match p {
@@ -1039,7 +1052,7 @@ impl Walker {
         }))
     }
 
-    fn build_pool(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_pool<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let name = take(slots, 0, string);
         let site = take(slots, 1, string);
         let class = take(slots, 2, |p| match p {
@@ -1092,7 +1105,7 @@ impl Walker {
         })))
     }
 
-    fn build_offer(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_offer<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let tenant = take(slots, 0, string);
         let quota = take(slots, 1, |p| match p {
             Parsed::Quota(q) => Some(q),
@@ -1114,7 +1127,7 @@ impl Walker {
         }))
     }
 
-    fn build_flavor(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_flavor<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let pool = take(slots, 0, string);
         let name = take(slots, 1, string);
         let vcpu = take(slots, 2, u32_of);
@@ -1141,7 +1154,7 @@ impl Walker {
         }))
     }
 
-    fn build_template(&mut self, slots: &mut Slots) -> Option<Parsed> {
+    fn build_template<'de>(&mut self, slots: &mut Slots<'de>) -> Option<Parsed<'de>> {
         let name = take(slots, 0, string);
         let pool = take(slots, 1, string);
         let flavor = take(slots, 2, string);
@@ -1195,41 +1208,44 @@ struct Seed<'w> {
 }
 
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
-    type Value = Parsed;
+    type Value = Parsed<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Parsed, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Parsed<'de>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Seed<'_> {
-    type Value = Parsed;
+    type Value = Parsed<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_unit<E>(self) -> Result<Parsed, E> {
+    fn visit_unit<E>(self) -> Result<Parsed<'de>, E> {
         Ok(Parsed::Null)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Parsed, E> {
+    fn visit_bool<E>(self, _: bool) -> Result<Parsed<'de>, E> {
         Ok(self.w.wrong(self.kind, "true or false"))
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Parsed, E> {
+    fn visit_u64<E>(self, v: u64) -> Result<Parsed<'de>, E> {
         Ok(self.w.number(self.kind, Num::U(v)))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Parsed, E> {
+    fn visit_i64<E>(self, v: i64) -> Result<Parsed<'de>, E> {
         Ok(self.w.number(self.kind, Num::I(v)))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Parsed, E> {
+    fn visit_f64<E>(self, v: f64) -> Result<Parsed<'de>, E> {
         Ok(self.w.number(self.kind, Num::F(v)))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Parsed, E> {
-        Ok(self.w.string_value(self.kind, Cow::Borrowed(v)))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Parsed<'de>, E> {
+        Ok(self.w.string_value(self.kind, Text::borrowed(v)))
     }
-    fn visit_string<E>(self, v: String) -> Result<Parsed, E> {
-        Ok(self.w.string_value(self.kind, Cow::Owned(v)))
+    fn visit_str<E>(self, v: &str) -> Result<Parsed<'de>, E> {
+        Ok(self.w.string_value(self.kind, Text::from(v.to_owned())))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
+    fn visit_string<E>(self, v: String) -> Result<Parsed<'de>, E> {
+        Ok(self.w.string_value(self.kind, Text::from(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed<'de>, A::Error> {
         match self.kind {
             K::List(item) => Ok(match item {
                 Item::Site => Parsed::Sites(self.w.list(seq, item, |p| match p {
@@ -1263,7 +1279,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             }
         }
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Parsed, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Parsed<'de>, A::Error> {
         self.w.object(map, self.kind)
     }
 }

@@ -127,7 +127,6 @@ fn planned(
     let export = json_bytes(&exported, "the export")?;
     let options = options_json(options.as_ref().unwrap_or(&JsValue::UNDEFINED))?;
     let document = crate::validate(&bytes).map_err(invalid_input)?;
-    drop(bytes);
     let export = read_export(&export)?;
     let options: PlanOptions = match options {
         Some(text) => {
@@ -174,7 +173,7 @@ pub fn document_schema() -> Result<JsValue, JsError> {
 struct Validated<'a> {
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    document: Option<&'a crate::Document>,
+    document: Option<&'a crate::Document<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     problems: Option<&'a [crate::Problem]>,
 }
@@ -194,7 +193,7 @@ fn json_bytes(value: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
     js_json_bytes(value, what, false)
 }
 
-fn read_export(bytes: &[u8]) -> Result<Export, JsError> {
+fn read_export(bytes: &[u8]) -> Result<Export<'_>, JsError> {
     // serde reads a struct from a list too (`["root", ...]`): an export is an object.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return Err(JsError::new(

@@ -34,7 +34,8 @@ fn run(case: &Path) -> (String, PathBuf) {
     }
     let document = validate(&document)
         .unwrap_or_else(|invalid| panic!("{}: document.json: {invalid:#?}", case.display()));
-    let export: Export = serde_json::from_slice(&fs::read(&export_path).expect("export.json"))
+    let export_bytes = fs::read(&export_path).expect("export.json");
+    let export = Export::from_json(&export_bytes)
         .unwrap_or_else(|e| panic!("{}: export.json: {e}", case.display()));
     let options: PlanOptions = match fs::read(case.join("options.json")) {
         Ok(bytes) => serde_json::from_slice(&bytes).expect("options.json"),

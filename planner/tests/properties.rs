@@ -14,7 +14,7 @@ use planner::document::{
     SiteKind, Warm,
 };
 use planner::fleet::{FleetError, Modules};
-use planner::{Document, Export, Fleet, Kind, Plan, PlanOptions, plan, plan_hash, validate};
+use planner::{Document, Export, Fleet, Kind, Plan, PlanOptions, Text, plan, plan_hash, validate};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -75,15 +75,15 @@ fn pool_fixed(
     }
 }
 
-fn quota(tape: &mut Tape) -> BTreeMap<String, u64> {
+fn quota(tape: &mut Tape) -> BTreeMap<Text<'static>, u64> {
     tape.subset(&RESOURCES, 50)
         .into_iter()
-        .map(|r| (r.to_string(), u64::from(tape.next(5)) * 8))
+        .map(|r| (Text::from(r.to_string()), u64::from(tape.next(5)) * 8))
         .collect()
 }
 
 /// A valid, self-contained document: every reference names an item of the same document.
-fn document(tape: &mut Tape) -> Document {
+fn document(tape: &mut Tape) -> Document<'static> {
     let listed = |tape: &mut Tape| tape.chance(85);
     let sites = all_sites();
 
@@ -93,17 +93,17 @@ fn document(tape: &mut Tape) -> Document {
             .map(|name| {
                 let mut config = BTreeMap::new();
                 config.insert(
-                    "token".to_string(),
+                    "token".into(),
                     ["secret://hetzner", "vault://kv/cloud", "env://CLOUD_TOKEN"]
                         [tape.next(3) as usize]
-                        .to_string(),
+                        .into(),
                 );
                 if tape.chance(50) {
                     config.insert("location".into(), tape.pick(&["fsn1", "nbg1"]).into());
                 }
                 ProviderAccount {
                     name: name.into(),
-                    provider: format!("{name}-provider"),
+                    provider: format!("{name}-provider").into(),
                     config,
                 }
             })
@@ -148,7 +148,7 @@ fn document(tape: &mut Tape) -> Document {
         for pool in &pool_names {
             for name in tape.subset(&FLAVORS, 50) {
                 out.push(Flavor {
-                    pool: pool.to_string(),
+                    pool: pool.to_string().into(),
                     name: name.into(),
                     vcpu: 1 + tape.next(8),
                     memory_gib: 1 + tape.next(16),
@@ -175,13 +175,13 @@ fn document(tape: &mut Tape) -> Document {
                 continue;
             }
             out.push(SandboxTemplate {
-                name: name.to_string(),
+                name: (*name).into(),
                 pool: pool.into(),
-                flavor: tape.pick(&of_pool).into(),
+                flavor: tape.pick(&of_pool).to_string().into(),
                 image_id: tape.pick(&["ubuntu-24.04", "debian-13"]).into(),
                 env: tape.chance(50).then(|| {
                     let mut env = BTreeMap::new();
-                    env.insert("PIP_INDEX_URL".to_string(), "secret://root/pip".to_string());
+                    env.insert("PIP_INDEX_URL".into(), "secret://root/pip".into());
                     if tape.chance(50) {
                         env.insert("MODE".into(), tape.pick(&["fast", "safe"]).into());
                     }
@@ -211,7 +211,7 @@ fn document(tape: &mut Tape) -> Document {
 }
 
 /// Every site, with fixed fields that depend on its name only.
-fn all_sites() -> Vec<Site> {
+fn all_sites() -> Vec<Site<'static>> {
     SITES
         .iter()
         .map(|&name| Site {
@@ -221,7 +221,7 @@ fn all_sites() -> Vec<Site> {
             } else {
                 SiteKind::Shared
             },
-            region: format!("eu-{name}"),
+            region: format!("eu-{name}").into(),
         })
         .collect()
 }
@@ -284,16 +284,16 @@ fn assert_export_holds(export: &Export, document: &Document, prune: bool) {
         let have = config.sites.as_deref().unwrap_or_default();
         check(
             "site",
-            by_name(sites, |s| s.name.clone()),
-            by_name(have, |s| s.name.clone()),
+            by_name(sites, |s| s.name.to_string()),
+            by_name(have, |s| s.name.to_string()),
         );
     }
     if let Some(accounts) = &document.provider_accounts {
         let have = config.provider_accounts.as_deref().unwrap_or_default();
         check(
             "providerAccount",
-            by_name(accounts, |a| a.name.clone()),
-            by_name(have, |a| a.name.clone()),
+            by_name(accounts, |a| a.name.to_string()),
+            by_name(have, |a| a.name.to_string()),
         );
     }
     if let Some(pools) = &document.pools {
@@ -314,7 +314,7 @@ fn assert_export_holds(export: &Export, document: &Document, prune: bool) {
             match (&pool.offers, current) {
                 (None, Some(c)) => pool.offers = c.offers.clone(),
                 (Some(offers), Some(c)) if !prune => {
-                    let mut all: BTreeMap<String, Offer> = c
+                    let mut all: BTreeMap<Text, Offer> = c
                         .offers
                         .iter()
                         .flatten()
@@ -333,8 +333,8 @@ fn assert_export_holds(export: &Export, document: &Document, prune: bool) {
         }
         check(
             "pool",
-            by_name(&want, |p| p.name.clone()),
-            by_name(have, |p| p.name.clone()),
+            by_name(&want, |p| p.name.to_string()),
+            by_name(have, |p| p.name.to_string()),
         );
     }
     if let Some(flavors) = &document.flavors {
@@ -346,8 +346,8 @@ fn assert_export_holds(export: &Export, document: &Document, prune: bool) {
         let have = config.sandbox_templates.as_deref().unwrap_or_default();
         check(
             "sandboxTemplate",
-            by_name(templates, |t| t.name.clone()),
-            by_name(have, |t| t.name.clone()),
+            by_name(templates, |t| t.name.to_string()),
+            by_name(have, |t| t.name.to_string()),
         );
     }
 }
@@ -397,7 +397,7 @@ fn unordered_json() -> impl Strategy<Value = Value> {
 
 /// `document` with some of its references, and some of its items' names, replaced by the ids
 /// of the objects they name in `export` (a document may name any existing object by its id).
-fn by_ids(document: &mut Document, export: &Export, tape: &mut Tape) {
+fn by_ids(document: &mut Document<'_>, export: &Export, tape: &mut Tape) {
     let id = |kind: Kind, name: &str| {
         export
             .objects
@@ -405,11 +405,11 @@ fn by_ids(document: &mut Document, export: &Export, tape: &mut Tape) {
             .find(|o| o.kind == kind && o.name == name)
             .and_then(|o| o.id.clone())
     };
-    let swap = |tape: &mut Tape, kind: Kind, name: &mut String, percent: u32| {
+    let swap = |tape: &mut Tape, kind: Kind, name: &mut Text<'_>, percent: u32| {
         if tape.chance(percent)
             && let Some(id) = id(kind, name)
         {
-            *name = id;
+            *name = id.to_string().into();
         }
     };
     for s in document.sites.iter_mut().flatten() {
@@ -555,9 +555,10 @@ proptest! {
         let options = PlanOptions { prune };
         let first = plan(&desired, &export, options);
         // The same inputs again, and through their JSON, as the browser receives them.
-        let export_again: Export =
-            serde_json::from_str(&serde_json::to_string(&export).unwrap()).unwrap();
-        let desired_again = validate(&serde_json::to_vec(&desired).unwrap()).unwrap();
+        let export_json = serde_json::to_vec(&export).unwrap();
+        let export_again = Export::from_json(&export_json).unwrap();
+        let desired_json = serde_json::to_vec(&desired).unwrap();
+        let desired_again = validate(&desired_json).unwrap();
         let second = plan(&desired_again, &export_again, options);
         prop_assert_eq!(&first, &second);
         prop_assert_eq!(&first.plan_hash, &plan_hash(&first.calls));

@@ -62,7 +62,8 @@ fn best(mut f: impl FnMut()) -> Duration {
 #[ignore = "timing; run in release"]
 fn validate_and_plan_against_two_parses() {
     let desired = serde_json::to_vec(&maximal(1)).unwrap();
-    let current: Document = serde_json::from_value(maximal(0)).unwrap();
+    let current_value = maximal(0);
+    let current = Document::from_value(&current_value).unwrap();
     let mut objects = Vec::new();
     for i in 0..1000 {
         for (kind, name, id) in [
@@ -98,10 +99,10 @@ fn validate_and_plan_against_two_parses() {
             o
         })
         .collect();
-    let export: Export = serde_json::from_value(json!({
+    let export_value = json!({
         "tenantId": "root", "caller": "usr_ops", "config": current, "objects": objects,
-        "tenants": ["acme", "globex", "initech", "root"]}))
-    .unwrap();
+        "tenants": ["acme", "globex", "initech", "root"]});
+    let export = Export::from_value(&export_value).unwrap();
     // For a profiler: `SPEED_ONLY=plan`, `validate`, `parse` (one typed parse) or `none` loops on that alone.
     if let Ok(only) = std::env::var("SPEED_ONLY") {
         let document = validate(&desired).expect("valid");

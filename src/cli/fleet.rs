@@ -594,7 +594,7 @@ impl Source {
 /// Reads and validates a document (`-`: standard input): the typed document, the JSON as
 /// written (which is what the server receives) and the source. Every problem is printed as
 /// `FILE:LINE:COLUMN: path: message`.
-fn read_document(file: &Path) -> Result<(Document, Value, Source), CliError> {
+fn read_document(file: &Path) -> Result<(Document<'static>, Value, Source), CliError> {
     let source = Source::read(file)?;
     let bytes = &source.bytes;
     let name = &source.name;
@@ -602,7 +602,7 @@ fn read_document(file: &Path) -> Result<(Document, Value, Source), CliError> {
         Ok(document) => {
             let raw = serde_json::from_slice(bytes)
                 .map_err(|err| CliError::failed(format!("{name} is not JSON: {err}")))?;
-            Ok((document, raw, source))
+            Ok((document.into_owned(), raw, source))
         }
         // serde_json's "expected value at line 1 column 1" would not say what is wrong.
         Err(_) if bytes.starts_with(BOM) => {
@@ -720,15 +720,17 @@ fn plan_on_server(
     })
 }
 
-fn read_export(path: &Path) -> Result<Export, CliError> {
+fn read_export(path: &Path) -> Result<Export<'static>, CliError> {
     let bytes = std::fs::read(path)
         .map_err(|err| CliError::failed(format!("cannot read {}: {err}", path.display())))?;
-    Export::from_json(&bytes).map_err(|err| {
-        CliError::failed(format!(
-            "{} is not a saved export (write one with `fleet export --state FILE`): {err}",
-            path.display()
-        ))
-    })
+    Export::from_json(&bytes)
+        .map(Export::into_owned)
+        .map_err(|err| {
+            CliError::failed(format!(
+                "{} is not a saved export (write one with `fleet export --state FILE`): {err}",
+                path.display()
+            ))
+        })
 }
 
 fn check_blocked(plan: &Plan) -> Result<(), CliError> {

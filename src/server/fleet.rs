@@ -17,6 +17,7 @@ use super::objects::{
 use super::{AppState, FaultAction};
 use planner::document::{self as doc, Document};
 use planner::export::{Export, ExternalUser, Kind, ObjectRef, OfferedFlavor, OfferedPool, Section};
+use planner::text::{Text, from_string_keys, from_strings};
 use planner::{Call, Plan, PlanOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -84,7 +85,7 @@ async fn check_admin(
         .await
 }
 
-fn validate(config: &RawValue) -> Result<Document, ApiError> {
+fn validate(config: &RawValue) -> Result<Document<'_>, ApiError> {
     planner::validate(config.get().as_bytes()).map_err(|invalid| {
         let first = invalid.problems.first();
         let message = first.map(|p| p.message.clone()).unwrap_or_else(|| "invalid document".into());
@@ -237,7 +238,7 @@ pub async fn apply(
     state: &AppState,
     caller: &Caller,
     tenant: &str,
-    document: &Document,
+    document: &Document<'_>,
     prune: bool,
     expected: Option<&str>,
 ) -> Result<Value, ApiError> {
@@ -477,7 +478,7 @@ pub async fn build_export(
     tenant: &str,
     caller: &str,
     scope: TenantScope<'_>,
-) -> Result<Export, ApiError> {
+) -> Result<Export<'static>, ApiError> {
     // Plan names by kind, then object id.
     let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
     let rows: Vec<(String, String, String)> = fetch(
@@ -502,8 +503,8 @@ pub async fn build_export(
     let mut object = |kind: Kind, name: &str, id: Option<&str>, revision: i64| {
         objects.push(ObjectRef {
             kind,
-            name: name.to_string(),
-            id: id.map(str::to_string),
+            name: name.to_string().into(),
+            id: id.map(|id| Text::from(id.to_owned())),
             revision: u64::try_from(revision).unwrap_or(0),
             used_by: None,
         });
@@ -522,9 +523,9 @@ pub async fn build_export(
         object(Kind::Site, &name, Some(&s.id), s.revision);
         site_names.insert(s.id.clone(), name.clone());
         sites.push(doc::Site {
-            name,
+            name: name.into(),
             kind: s.kind,
-            region: s.region,
+            region: s.region.into(),
         });
     }
 
@@ -535,9 +536,9 @@ pub async fn build_export(
             object(Kind::ProviderAccount, &a.name, Some(&a.id), a.revision);
             account_names.insert(a.id.clone(), a.name.clone());
             out.push(doc::ProviderAccount {
-                name: a.name,
-                provider: a.provider,
-                config: a.config,
+                name: a.name.into(),
+                provider: a.provider.into(),
+                config: from_strings(a.config),
             });
         }
         Some(out)
@@ -588,7 +589,7 @@ pub async fn build_export(
                 None,
                 q.revision,
             );
-            owner_quota.insert(q.resource, u64::try_from(q.max).unwrap_or(0));
+            owner_quota.insert(q.resource.into(), u64::try_from(q.max).unwrap_or(0));
         }
         let mut pool_offers = Vec::new();
         for o in offers.remove(&p.id).unwrap_or_default() {
@@ -599,20 +600,24 @@ pub async fn build_export(
                 o.revision,
             );
             pool_offers.push(doc::Offer {
-                tenant: o.tenant_id,
-                quota: o.quota,
+                tenant: o.tenant_id.into(),
+                quota: from_string_keys(o.quota),
                 priority: o.priority,
             });
         }
         pool_names.insert(p.id.clone(), name.clone());
         pools.push(doc::Pool {
-            name,
-            site: site_names.get(&p.site_id).cloned().unwrap_or(p.site_id),
+            name: name.into(),
+            site: site_names
+                .get(&p.site_id)
+                .cloned()
+                .unwrap_or(p.site_id)
+                .into(),
             class: p.class,
-            gpu_model: p.gpu_model,
+            gpu_model: p.gpu_model.map(Text::from),
             provider_account: p
                 .provider_account_id
-                .map(|id| account_names.get(&id).cloned().unwrap_or(id)),
+                .map(|id| account_names.get(&id).cloned().unwrap_or(id).into()),
             policy: p.policy,
             owner_quota: Some(owner_quota),
             offers: Some(pool_offers),
@@ -636,8 +641,8 @@ pub async fn build_export(
             );
             flavor_names.insert(f.id.clone(), f.name.clone());
             out.push(doc::Flavor {
-                pool,
-                name: f.name,
+                pool: pool.into(),
+                name: f.name.into(),
                 vcpu: f.vcpu,
                 memory_gib: f.memory_gib,
                 disk_gib: f.disk_gib,
@@ -658,13 +663,13 @@ pub async fn build_export(
             for f in load_flavors(conn, "pool_id = $1", &[&p.id], Rows::Ordered).await? {
                 flavor_names.insert(f.id.clone(), f.name.clone());
                 flavors.push(OfferedFlavor {
-                    name: f.name,
-                    id: f.id,
+                    name: f.name.into(),
+                    id: f.id.into(),
                 });
             }
         }
         offered_pools.push(OfferedPool {
-            id: p.id.clone(),
+            id: p.id.clone().into(),
             flavors,
         });
     }
@@ -674,14 +679,19 @@ pub async fn build_export(
         for t in load_templates(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await? {
             object(Kind::SandboxTemplate, &t.name, Some(&t.id), t.revision);
             out.push(doc::SandboxTemplate {
-                name: t.name,
-                pool: pool_names.get(&t.pool_id).cloned().unwrap_or(t.pool_id),
+                name: t.name.into(),
+                pool: pool_names
+                    .get(&t.pool_id)
+                    .cloned()
+                    .unwrap_or(t.pool_id)
+                    .into(),
                 flavor: flavor_names
                     .get(&t.flavor_id)
                     .cloned()
-                    .unwrap_or(t.flavor_id),
-                image_id: t.image_id,
-                env: t.env,
+                    .unwrap_or(t.flavor_id)
+                    .into(),
+                image_id: t.image_id.into(),
+                env: t.env.map(from_strings),
                 network: t.network,
                 warm: t.warm,
             });
@@ -732,8 +742,8 @@ pub async fn build_export(
         templates_shown || super::db::holds(conn, super::db::SANDBOX_TABLES).await?;
     let hidden_flavors = !modules.vps && super::db::holds(conn, super::db::VPS_TABLES).await?;
     if templates_held || hidden_flavors {
-        let mut users: HashMap<String, ExternalUser> = HashMap::new();
-        let mut use_by = |key: String, user: &ExternalUser| {
+        let mut users: HashMap<String, ExternalUser<'static>> = HashMap::new();
+        let mut use_by = |key: String, user: &ExternalUser<'static>| {
             let first = users.entry(key).or_insert_with(|| user.clone());
             if (&user.tenant_id, &user.name) < (&first.tenant_id, &first.name) {
                 *first = user.clone();
@@ -755,9 +765,9 @@ pub async fn build_export(
                     .filter(|_| t.tenant_id != tenant)
                     .map(|pool| format!("{pool} -> {}", t.tenant_id));
                 let user = ExternalUser {
-                    tenant_id: t.tenant_id,
+                    tenant_id: t.tenant_id.into(),
                     kind: Kind::SandboxTemplate,
-                    name: t.name,
+                    name: t.name.into(),
                 };
                 for key in [Some(t.pool_id), Some(t.flavor_id), offer]
                     .into_iter()
@@ -770,9 +780,9 @@ pub async fn build_export(
         if hidden_flavors {
             for f in load_flavors(conn, own_pools, &[tenant], Rows::Unordered).await? {
                 let user = ExternalUser {
-                    tenant_id: tenant.to_owned(),
+                    tenant_id: tenant.to_owned().into(),
                     kind: Kind::Flavor,
-                    name: f.name,
+                    name: f.name.into(),
                 };
                 use_by(f.pool_id, &user);
             }
@@ -782,7 +792,7 @@ pub async fn build_export(
                 Kind::Offer => Some(&o.name),
                 _ => o.id.as_ref(),
             };
-            if let Some(user) = key.and_then(|key| users.get(key)) {
+            if let Some(user) = key.and_then(|key| users.get(key.as_str())) {
                 o.used_by = Some(Box::new(user.clone()));
             }
         }
@@ -794,8 +804,8 @@ pub async fn build_export(
     });
 
     Ok(Export {
-        tenant_id: tenant.to_string(),
-        caller: caller.to_string(),
+        tenant_id: tenant.to_string().into(),
+        caller: caller.to_string().into(),
         config: Document {
             version: 1,
             sites: Some(sites),
@@ -806,7 +816,7 @@ pub async fn build_export(
         },
         missing,
         objects,
-        tenants,
+        tenants: tenants.into_iter().map(Text::from).collect(),
         offered_pools,
     })
 }
@@ -819,7 +829,7 @@ pub enum TenantScope<'a> {
     /// Every tenant.
     All,
     /// The tenants named by this document's offers (the planner reads no others).
-    NamedBy(&'a Document),
+    NamedBy(&'a Document<'a>),
 }
 
 async fn load_tenants(

@@ -370,7 +370,7 @@ pub async fn fleet_check(key: &str, tenant: &str) -> Result<Status, ApiError> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exported {
     /// The planner's state.
-    pub export: planner::Export,
+    pub export: planner::Export<'static>,
     /// `config`, exactly as answered.
     pub config: Value,
     /// Unix ms when it was fetched.
@@ -394,29 +394,29 @@ fn kind(v: &Value) -> Option<planner::Kind> {
     planner::Kind::ALL.into_iter().find(|k| k.as_str() == kind)
 }
 
-fn object_ref(v: &Value) -> Option<planner::export::ObjectRef> {
+fn object_ref(v: &Value) -> Option<planner::export::ObjectRef<'static>> {
     Some(planner::export::ObjectRef {
         kind: kind(v)?,
-        name: text(v, "name")?,
-        id: text(v, "id"),
+        name: text(v, "name")?.into(),
+        id: text(v, "id").map(Into::into),
         revision: v.get("revision")?.as_u64()?,
         used_by: v.get("usedBy").and_then(|u| {
             Some(Box::new(planner::export::ExternalUser {
-                tenant_id: text(u, "tenantId")?,
+                tenant_id: text(u, "tenantId")?.into(),
                 kind: kind(u)?,
-                name: text(u, "name")?,
+                name: text(u, "name")?.into(),
             }))
         }),
     })
 }
 
-fn offered_pool(v: &Value) -> Option<planner::export::OfferedPool> {
+fn offered_pool(v: &Value) -> Option<planner::export::OfferedPool<'static>> {
     Some(planner::export::OfferedPool {
-        id: text(v, "id")?,
+        id: text(v, "id")?.into(),
         flavors: list(v, "flavors", |f| {
             Some(planner::export::OfferedFlavor {
-                name: text(f, "name")?,
-                id: text(f, "id")?,
+                name: text(f, "name")?.into(),
+                id: text(f, "id")?.into(),
             })
         })?,
     })
@@ -436,7 +436,7 @@ pub async fn fleet_export(key: &str, tenant: &str) -> Result<Exported, ApiError>
 
 /// Reads `fleet.export`'s answer into the planner's `Export` (what serde's derive would read,
 /// without its code in the .wasm), and answers the config as received too.
-pub fn read_export(mut answer: Value) -> Result<(planner::Export, Value), ApiError> {
+pub fn read_export(mut answer: Value) -> Result<(planner::Export<'static>, Value), ApiError> {
     let bad = || ApiError::bad_answer("fleet.export");
     let config = answer.get_mut("config").map(Value::take).ok_or_else(bad)?;
     let document = read_config(&config).map_err(|invalid| {
@@ -447,12 +447,12 @@ pub fn read_export(mut answer: Value) -> Result<(planner::Export, Value), ApiErr
     })?;
     let export = (|| {
         Some(planner::Export {
-            tenant_id: text(&answer, "tenantId")?,
-            caller: text(&answer, "caller")?,
+            tenant_id: text(&answer, "tenantId")?.into(),
+            caller: text(&answer, "caller")?.into(),
             config: document,
             missing: list(&answer, "missing", section)?,
             objects: list(&answer, "objects", object_ref)?,
-            tenants: list(&answer, "tenants", |t| t.as_str().map(str::to_owned))?,
+            tenants: list(&answer, "tenants", |t| Some(t.as_str()?.to_owned().into()))?,
             offered_pools: list(&answer, "offeredPools", offered_pool)?,
         })
     })()
@@ -473,7 +473,7 @@ const LISTS: [&str; 5] = [
 /// reader in the .wasm). The export is the state, not a document: its lists may hold more
 /// than a document's 1000 items (as the server's fleet.plan and the CLI's `--state` read
 /// it), so a longer list is read in parts of at most 1000, put back together in order.
-fn read_config(config: &Value) -> Result<Document, Invalid> {
+fn read_config(config: &Value) -> Result<Document<'static>, Invalid> {
     let longest = LISTS
         .iter()
         .filter_map(|list| Some(config.get(*list)?.as_array()?.len()))
@@ -483,7 +483,7 @@ fn read_config(config: &Value) -> Result<Document, Invalid> {
     if parts < 2 {
         // Written by Value's Display, the JSON writer the console already has (to_vec would
         // be a second copy of it for another output type).
-        return planner::validate(config.to_string().as_bytes());
+        return planner::validate(config.to_string().as_bytes()).map(Document::into_owned);
     }
     let mut whole = Document::default();
     for part in 0..parts {
@@ -494,7 +494,8 @@ fn read_config(config: &Value) -> Result<Document, Invalid> {
                 items.truncate(MAX_ITEMS);
             }
         }
-        let document = planner::validate(piece.to_string().as_bytes())?;
+        let piece = piece.to_string();
+        let document = planner::validate(piece.as_bytes())?.into_owned();
         whole.version = document.version;
         extend(&mut whole.sites, document.sites);
         extend(&mut whole.provider_accounts, document.provider_accounts);

@@ -125,10 +125,11 @@ pub fn PlanView() -> impl IntoView {
         let from_file = file_name.with(Option::is_some);
         text.track();
         let validated = raw.with_value(|raw| match raw {
-            Some(bytes) => Some(planner::validate(bytes)),
+            Some(bytes) => Some(planner::validate(bytes).map(Document::into_owned)),
             None => text.with(|t| match replacement_at(t) {
                 Some(at) if not_utf8.get_value() => Some(Err(replaced_bytes(t, at))),
-                _ => (from_file || !t.trim().is_empty()).then(|| planner::validate(t.as_bytes())),
+                _ => (from_file || !t.trim().is_empty())
+                    .then(|| planner::validate(t.as_bytes()).map(Document::into_owned)),
             }),
         });
         let ms = measure("validate", "validate-start", start);
@@ -625,7 +626,7 @@ fn export_html(load: &crate::state::Load<api::Exported>) -> String {
 }
 
 /// What validation found, as HTML: each problem with its path.
-fn validation_html(validated: Option<&Result<Document, Invalid>>) -> String {
+fn validation_html(validated: Option<&Result<Document<'_>, Invalid>>) -> String {
     let mut m = Markup::default();
     match validated {
         None => {
@@ -818,7 +819,7 @@ fn ms(value: f64) -> String {
 fn ApplyPanel(
     text: RwSignal<String>,
     planned: Memo<Option<Plan>>,
-    validated: Memo<Option<Result<Document, Invalid>>>,
+    validated: Memo<Option<Result<Document<'static>, Invalid>>>,
     prune: RwSignal<bool>,
     applying: RwSignal<Applying>,
 ) -> impl IntoView {

@@ -191,7 +191,7 @@ fn an_export_reads_as_the_planner_reads_it() {
         "tenants": ["acme", "root"],
         "offeredPools": [{ "id": "pool_9", "flavors": [{ "name": "g9", "id": "flv_9" }] }]
     });
-    let expected: planner::Export = serde_json::from_value(answer.clone()).unwrap();
+    let expected = planner::Export::from_value(&answer).unwrap();
     assert!(expected.objects[1].used_by.is_some());
     let (read, config) = www::api::read_export(answer.clone()).unwrap();
     assert_eq!(read, expected);
@@ -213,7 +213,7 @@ fn an_export_over_a_thousand_items_reads_whole() {
         "caller": "usr_ops",
         "config": { "version": 1, "sites": sites, "pools": pools, "flavors": [] },
     });
-    let expected: planner::Export = serde_json::from_value(answer.clone()).unwrap();
+    let expected = planner::Export::from_value(&answer).unwrap();
     assert_eq!(expected.config.sites.as_ref().map(Vec::len), Some(2500));
     let (read, config) = www::api::read_export(answer.clone()).unwrap();
     assert_eq!(read, expected);

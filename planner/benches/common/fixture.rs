@@ -16,12 +16,12 @@ pub const N: usize = 1000;
 /// The desired document of `n` items per list (`changed == false`), or the one the current
 /// fleet was made from: one item in ten of every list changed, one in fifty missing, and 20
 /// extra templates (fewer below 200 items).
-pub fn document(n: usize, changed: bool) -> Document {
+pub fn document(n: usize, changed: bool) -> Document<'static> {
     let differs = |i: usize| changed && i.is_multiple_of(10);
     let kept = |i: usize| !changed || i % 50 != 1;
     let sites = (0..n)
         .map(|i| Site {
-            name: format!("site-{i}"),
+            name: format!("site-{i}").into(),
             kind: SiteKind::Shared,
             region: "eu-central".into(),
         })
@@ -29,10 +29,10 @@ pub fn document(n: usize, changed: bool) -> Document {
     let accounts = (0..n)
         .filter(|&i| kept(i))
         .map(|i| ProviderAccount {
-            name: format!("acct-{i}"),
+            name: format!("acct-{i}").into(),
             provider: "hetzner-cloud".into(),
             config: BTreeMap::from([
-                ("token".into(), format!("secret://hetzner/{i}")),
+                ("token".into(), format!("secret://hetzner/{i}").into()),
                 (
                     "location".into(),
                     if differs(i) { "nbg1" } else { "fsn1" }.into(),
@@ -45,15 +45,15 @@ pub fn document(n: usize, changed: bool) -> Document {
         .map(|i| {
             let provider = i % 10 == 5;
             Pool {
-                name: format!("pool-{i}"),
-                site: format!("site-{i}"),
+                name: format!("pool-{i}").into(),
+                site: format!("site-{i}").into(),
                 class: if provider {
                     PoolClass::Provider
                 } else {
                     PoolClass::VpsHost
                 },
                 gpu_model: Some("L40S".into()),
-                provider_account: provider.then(|| format!("acct-{i}")),
+                provider_account: provider.then(|| format!("acct-{i}").into()),
                 policy: Some(Policy {
                     disruption_budget: if differs(i) { 0.2 } else { 0.1 },
                 }),
@@ -83,7 +83,7 @@ pub fn document(n: usize, changed: bool) -> Document {
     let flavors = (0..n)
         .filter(|&i| kept(i))
         .map(|i| Flavor {
-            pool: format!("pool-{i}"),
+            pool: format!("pool-{i}").into(),
             name: "g1.small".into(),
             vcpu: if differs(i) { 4 } else { 2 },
             memory_gib: 4,
@@ -91,9 +91,9 @@ pub fn document(n: usize, changed: bool) -> Document {
             gpu: None,
         })
         .collect();
-    let template = |name: String, i: usize, image: &str| SandboxTemplate {
-        name,
-        pool: format!("pool-{i}"),
+    let template = |name: String, i: usize, image: &'static str| SandboxTemplate {
+        name: name.into(),
+        pool: format!("pool-{i}").into(),
         flavor: "g1.small".into(),
         image_id: image.into(),
         env: Some(BTreeMap::from([(

@@ -15,6 +15,7 @@ use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTem
 use crate::export::{Export, Kind, ObjectRef, Section};
 use crate::hash::{HashMap, HashSet};
 use crate::ids;
+use crate::text::{Text, to_string_keys, to_strings};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -42,7 +43,7 @@ mod step {
     pub const PROVIDER_ACCOUNT_DELETE: u8 = 12;
 }
 
-pub(super) fn plan(document: &Document, export: &Export, options: PlanOptions) -> Plan {
+pub(super) fn plan(document: &Document<'_>, export: &Export<'_>, options: PlanOptions) -> Plan {
     let mut planner = Planner::new(document, export, options);
     planner.sites();
     planner.provider_accounts();
@@ -239,31 +240,31 @@ impl<'a, T> Current<'a, T> {
 }
 
 struct Planner<'a> {
-    doc: &'a Document,
-    ex: &'a Export,
+    doc: &'a Document<'a>,
+    ex: &'a Export<'a>,
     prune: bool,
     tenant: &'a str,
     /// Exported objects of the kinds with ids, by kind and plan name.
-    objects: HashMap<(Kind, &'a str), &'a ObjectRef>,
+    objects: HashMap<(Kind, &'a str), &'a ObjectRef<'a>>,
     /// Owner quota entries and offers (most of an export, and looked up only to update or
     /// delete one), sorted by kind and plan name: no hashing of thousands of names.
-    entries: Vec<&'a ObjectRef>,
-    by_id: HashMap<&'a str, &'a ObjectRef>,
+    entries: Vec<&'a ObjectRef<'a>>,
+    by_id: HashMap<&'a str, &'a ObjectRef<'a>>,
     tenants: HashSet<&'a str>,
     /// Ids of other tenants' pools offered to this one: templates may use them, nothing else.
     offered: HashSet<&'a str>,
-    cur_sites: Current<'a, Site>,
-    cur_accounts: Current<'a, ProviderAccount>,
-    cur_pools: Current<'a, Pool>,
-    cur_templates: Current<'a, SandboxTemplate>,
+    cur_sites: Current<'a, Site<'a>>,
+    cur_accounts: Current<'a, ProviderAccount<'a>>,
+    cur_pools: Current<'a, Pool<'a>>,
+    cur_templates: Current<'a, SandboxTemplate<'a>>,
     /// Existing flavors by (pool id, name).
-    cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor>,
+    cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor<'a>>,
     /// Ids of the references the export's objects do not answer (see [`Self::resolve`]): the
     /// document's new items, config items without an object, offered pools.
     site_ids: HashMap<&'a str, Id<'a>>,
     account_ids: HashMap<&'a str, Id<'a>>,
     pool_ids: HashMap<&'a str, Id<'a>>,
-    /// Flavor ids by (pool id, flavor name): the document's, the export's, offered pools'.
+    /// Flavor<'a> ids by (pool id, flavor name): the document's, the export's, offered pools'.
     flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
     /// The changes, made kind after kind (`Kind` order), each kind's in the order they were
     /// made: mostly sorted already, so the final order costs a check per kind instead of a
@@ -278,7 +279,7 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn new(doc: &'a Document, ex: &'a Export, options: PlanOptions) -> Self {
+    fn new(doc: &'a Document<'a>, ex: &'a Export<'a>, options: PlanOptions) -> Self {
         let with_ids = ex
             .objects
             .iter()
@@ -312,7 +313,8 @@ impl<'a> Planner<'a> {
             }
         }
         // Exports list objects in this order already: then this is one pass.
-        let order = |a: &&ObjectRef, b: &&ObjectRef| (a.kind, &a.name).cmp(&(b.kind, &b.name));
+        let order =
+            |a: &&ObjectRef<'a>, b: &&ObjectRef<'a>| (a.kind, &a.name).cmp(&(b.kind, &b.name));
         if !entries.is_sorted_by(|a, b| order(a, b).is_le()) {
             entries.sort_by(order);
         }
@@ -325,7 +327,7 @@ impl<'a> Planner<'a> {
             objects,
             entries,
             by_id,
-            tenants: ex.tenants.iter().map(String::as_str).collect(),
+            tenants: ex.tenants.iter().map(Text::as_str).collect(),
             offered: ex.offered_pools.iter().map(|p| p.id.as_str()).collect(),
             cur_sites: Current::new(&config.sites, |s| &s.name),
             cur_accounts: Current::new(&config.provider_accounts, |a| &a.name),
@@ -448,7 +450,7 @@ impl<'a> Planner<'a> {
     }
 
     /// The exported object of `kind` named `export_name`.
-    fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef> {
+    fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
         match kind {
             Kind::OwnerQuota | Kind::Offer => self
                 .entries
@@ -511,7 +513,7 @@ impl<'a> Planner<'a> {
         if let Some(id) = made.get(reference) {
             return Some(id.clone());
         }
-        let id = |o: &&'a ObjectRef| o.id.as_deref();
+        let id = |o: &&'a ObjectRef<'a>| o.id.as_deref();
         let by_name = self.objects.get(&(kind, reference)).and_then(id);
         let by_id = || self.by_id.get(reference).filter(|o| o.kind == kind);
         by_name.or_else(|| by_id().and_then(id)).map(Cow::Borrowed)
@@ -586,7 +588,7 @@ impl<'a> Planner<'a> {
         }
         if notes.is_empty() {
             if let Some((step, call)) = call {
-                self.calls.push((step, change.name.clone(), call));
+                self.calls.push((step, change.name.to_string(), call));
             }
         } else {
             change.blocked = true;
@@ -608,9 +610,9 @@ impl<'a> Planner<'a> {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Site, &s.name)),
                         kind: s.kind,
-                        region: s.region.clone(),
+                        region: s.region.to_string(),
                     });
-                    let name = s.name.clone();
+                    let name = s.name.to_string();
                     self.record(
                         Kind::Site,
                         name,
@@ -627,7 +629,7 @@ impl<'a> Planner<'a> {
                     let mut diff = Diff::default();
                     diff.fixed("kind", &cur.kind, &s.kind);
                     diff.fixed("region", &cur.region, &s.region);
-                    self.update_or_unchanged(Kind::Site, s.name.clone(), diff, notes, None);
+                    self.update_or_unchanged(Kind::Site, s.name.to_string(), diff, notes, None);
                 }
             }
         }
@@ -636,7 +638,7 @@ impl<'a> Planner<'a> {
                 let note = "sites are never deleted".to_owned();
                 self.record(
                     Kind::Site,
-                    cur.name.clone(),
+                    cur.name.to_string(),
                     Action::Delete,
                     None,
                     vec![note],
@@ -698,14 +700,14 @@ impl<'a> Planner<'a> {
                         let call = Call::ProviderAccountCreate(ProviderAccountCreate {
                             tenant_id: self.tenant.to_owned(),
                             idempotency_key: Some(self.key(Kind::ProviderAccount, &a.name)),
-                            name: a.name.clone(),
-                            provider: a.provider.clone(),
-                            config: a.config.clone(),
+                            name: a.name.to_string(),
+                            provider: a.provider.to_string(),
+                            config: to_strings(&a.config),
                         });
                         let step = step::PROVIDER_ACCOUNT_WRITE;
                         self.record(
                             Kind::ProviderAccount,
-                            a.name.clone(),
+                            a.name.to_string(),
                             Action::Create,
                             None,
                             notes,
@@ -729,13 +731,13 @@ impl<'a> Planner<'a> {
                                 if_revision: self
                                     .revision(Kind::ProviderAccount, existing)
                                     .unwrap_or(0),
-                                config: a.config.clone(),
+                                config: to_strings(&a.config),
                             })
                         });
                         let call = call.map(|call| (step::PROVIDER_ACCOUNT_WRITE, call));
                         self.update_or_unchanged(
                             Kind::ProviderAccount,
-                            a.name.clone(),
+                            a.name.to_string(),
                             diff,
                             notes,
                             call,
@@ -758,7 +760,7 @@ impl<'a> Planner<'a> {
                     .map(|pool| format!("provider account is used by pool \"{pool}\""));
                 self.prune_delete(
                     Kind::ProviderAccount,
-                    cur.name.clone(),
+                    cur.name.to_string(),
                     note,
                     (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
                 );
@@ -821,7 +823,7 @@ impl<'a> Planner<'a> {
                 .or_else(|| self.used_elsewhere(Kind::Pool, &cur.name));
             self.prune_delete(
                 Kind::Pool,
-                cur.name.clone(),
+                cur.name.to_string(),
                 note,
                 (step::POOL_ARCHIVE, Call::PoolArchive),
             );
@@ -830,7 +832,7 @@ impl<'a> Planner<'a> {
 
     /// A pool's change; answers its id and, when it exists, its export name and current
     /// value, for its owner quota and offers.
-    fn pool(&mut self, p: &'a Pool) -> (Id<'a>, Option<(&'a str, &'a Pool)>) {
+    fn pool(&mut self, p: &'a Pool<'a>) -> (Id<'a>, Option<(&'a str, &'a Pool<'a>)>) {
         let mut notes = Vec::new();
         // Its templates name an offered pool by its id: a pool of the tenant's own named like
         // that id makes such a reference, and the export that writes it, mean two pools (a
@@ -848,7 +850,7 @@ impl<'a> Planner<'a> {
         // provider account of a pool by id when the deployment stopped serving accounts, and
         // planning that export back must change nothing.
         let current = existing.map(|(i, _)| &self.cur_pools.items[i]);
-        let kept = |reference: fn(&Pool) -> Option<&str>| {
+        let kept = |reference: for<'p> fn(&'p Pool<'a>) -> Option<&'p str>| {
             current.is_some_and(|cur| reference(cur).is_some() && reference(cur) == reference(p))
         };
         let site_id = self.resolve(Kind::Site, &p.site);
@@ -897,15 +899,15 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolCreate(PoolCreate {
                     tenant_id: self.tenant.to_owned(),
                     idempotency_key: Some(self.key(Kind::Pool, &p.name)),
-                    site_id: site_id.map_or_else(|| p.site.clone(), Cow::into_owned),
+                    site_id: site_id.map_or_else(|| p.site.to_string(), Cow::into_owned),
                     class: p.class,
-                    gpu_model: p.gpu_model.clone(),
+                    gpu_model: p.gpu_model.as_deref().map(str::to_owned),
                     provider_account_id: account_id.map(Cow::into_owned),
                     policy: p.policy.clone(),
                 });
                 self.record(
                     Kind::Pool,
-                    p.name.clone(),
+                    p.name.to_string(),
                     Action::Create,
                     None,
                     notes,
@@ -952,7 +954,7 @@ impl<'a> Planner<'a> {
                     })
                 });
                 let call = call.map(|call| (step::POOL_UPDATE_QUOTA, call));
-                self.update_or_unchanged(Kind::Pool, p.name.clone(), diff, notes, call);
+                self.update_or_unchanged(Kind::Pool, p.name.to_string(), diff, notes, call);
                 Some((existing, cur))
             }
         };
@@ -961,10 +963,10 @@ impl<'a> Planner<'a> {
 
     fn owner_quota(
         &mut self,
-        p: &Pool,
-        quota: &BTreeMap<String, u64>,
+        p: &Pool<'a>,
+        quota: &BTreeMap<Text<'a>, u64>,
         pool_id: &str,
-        cur: Option<(&str, &Pool)>,
+        cur: Option<(&str, &Pool<'a>)>,
     ) {
         let empty = BTreeMap::new();
         let (cur_name, cur_quota) = match cur {
@@ -987,7 +989,7 @@ impl<'a> Planner<'a> {
         let step = step::POOL_UPDATE_QUOTA;
         for (resource, max) in quota {
             let name = join(&p.name, ":", resource);
-            match cur_quota.get(resource) {
+            match cur_quota.get(resource.as_str()) {
                 None => {
                     let call = Some((step, set(self, resource, Some(*max))));
                     let notes = self.on_blocked_pool(pool_id, &p.name).into_iter().collect();
@@ -1010,7 +1012,7 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune {
-            for resource in cur_quota.keys().filter(|r| !quota.contains_key(*r)) {
+            for resource in cur_quota.keys().filter(|r| !quota.contains_key(r.as_str())) {
                 let name = join(&p.name, ":", resource);
                 let call = Some((step, set(self, resource, None)));
                 self.record(
@@ -1026,14 +1028,20 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn offers(&mut self, p: &Pool, offers: &[Offer], pool_id: &str, cur: Option<(&str, &Pool)>) {
+    fn offers(
+        &mut self,
+        p: &Pool<'a>,
+        offers: &[Offer<'a>],
+        pool_id: &str,
+        cur: Option<(&str, &Pool<'a>)>,
+    ) {
         let (cur_name, cur_offers) = match cur {
             Some((name, pool)) => (name, slice(&pool.offers)),
             None => (p.name.as_str(), &[][..]),
         };
         // A pool has few offers: a scan beats hashing, and long lists get a map.
         const SCAN: usize = 16;
-        let by_tenant: Option<HashMap<&str, &Offer>> = (cur_offers.len() > SCAN)
+        let by_tenant: Option<HashMap<&str, &Offer<'a>>> = (cur_offers.len() > SCAN)
             .then(|| cur_offers.iter().map(|o| (o.tenant.as_str(), o)).collect());
         let current = |tenant: &str| match &by_tenant {
             Some(map) => map.get(tenant).copied(),
@@ -1058,8 +1066,8 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolOffer(PoolOffer {
                     tenant_id: planner.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
-                    tenant: o.tenant.clone(),
-                    quota: o.quota.clone(),
+                    tenant: o.tenant.to_string(),
+                    quota: to_string_keys(&o.quota),
                     priority: o.priority,
                     if_revision: revision,
                 });
@@ -1098,7 +1106,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolUnoffer(PoolUnoffer {
                     tenant_id: self.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
-                    tenant: o.tenant.clone(),
+                    tenant: o.tenant.to_string(),
                     if_revision: revision.unwrap_or(0),
                 });
                 let call = Some((step::UNOFFER, call));
@@ -1180,8 +1188,8 @@ impl<'a> Planner<'a> {
                     let call = Call::FlavorCreate(FlavorCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Flavor, &name)),
-                        pool_id: pool_id.map_or_else(|| f.pool.clone(), Cow::into_owned),
-                        name: f.name.clone(),
+                        pool_id: pool_id.map_or_else(|| f.pool.to_string(), Cow::into_owned),
+                        name: f.name.to_string(),
                         vcpu: f.vcpu,
                         memory_gib: f.memory_gib,
                         disk_gib: f.disk_gib,
@@ -1193,7 +1201,7 @@ impl<'a> Planner<'a> {
                         && let Some(pool) = self.resolve(Kind::Pool, &f.pool)
                     {
                         self.blocked_flavors
-                            .insert((pool.into_owned(), f.name.clone()));
+                            .insert((pool.into_owned(), f.name.to_string()));
                     }
                 }
                 Some(cur) => {
@@ -1277,29 +1285,29 @@ impl<'a> Planner<'a> {
                     && !self.blocked_flavors.is_empty()
                     && self
                         .blocked_flavors
-                        .contains(&(pool.to_string(), t.flavor.clone()))
+                        .contains(&(pool.to_string(), t.flavor.to_string()))
                 {
                     notes.push(format!("flavor \"{}/{}\" is blocked", t.pool, t.flavor));
                 }
             }
-            let flavor_id = flavor_id.map_or_else(|| t.flavor.clone(), Cow::into_owned);
+            let flavor_id = flavor_id.map_or_else(|| t.flavor.to_string(), Cow::into_owned);
             match self.existing(Kind::SandboxTemplate, &t.name) {
                 None => {
                     let call = Call::SandboxTemplateCreate(SandboxTemplateCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::SandboxTemplate, &t.name)),
-                        name: t.name.clone(),
-                        pool_id: pool_id.map_or_else(|| t.pool.clone(), Cow::into_owned),
+                        name: t.name.to_string(),
+                        pool_id: pool_id.map_or_else(|| t.pool.to_string(), Cow::into_owned),
                         flavor_id,
-                        image_id: t.image_id.clone(),
-                        env: t.env.clone(),
+                        image_id: t.image_id.to_string(),
+                        env: t.env.as_ref().map(to_strings),
                         network: t.network,
                         warm: t.warm,
                     });
                     let call = Some((step::TEMPLATE_WRITE, call));
                     self.record(
                         Kind::SandboxTemplate,
-                        t.name.clone(),
+                        t.name.to_string(),
                         Action::Create,
                         None,
                         notes,
@@ -1347,8 +1355,8 @@ impl<'a> Planner<'a> {
                                 .revision(Kind::SandboxTemplate, existing)
                                 .unwrap_or(0),
                             flavor_id,
-                            image_id: t.image_id.clone(),
-                            env: t.env.clone(),
+                            image_id: t.image_id.to_string(),
+                            env: t.env.as_ref().map(to_strings),
                             network: t.network,
                             warm: t.warm,
                         })
@@ -1356,7 +1364,7 @@ impl<'a> Planner<'a> {
                     let call = call.map(|call| (step::TEMPLATE_WRITE, call));
                     self.update_or_unchanged(
                         Kind::SandboxTemplate,
-                        t.name.clone(),
+                        t.name.to_string(),
                         diff,
                         notes,
                         call,
@@ -1368,7 +1376,7 @@ impl<'a> Planner<'a> {
             for cur in self.cur_templates.unmatched() {
                 self.prune_delete(
                     Kind::SandboxTemplate,
-                    cur.name.clone(),
+                    cur.name.to_string(),
                     None,
                     (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
                 );
@@ -1383,7 +1391,7 @@ impl<'a> Planner<'a> {
             let kind = changes[start].kind;
             let len = changes[start..].partition_point(|c| c.kind == kind);
             let list = &mut changes[start..start + len];
-            // Document items, then prune deletes: a few sorted runs (names in the order a
+            // Document<'a> items, then prune deletes: a few sorted runs (names in the order a
             // person numbers them, `site-9` then `site-10`), which the stable sort merges.
             if !list.is_sorted_by(|a, b| a.name <= b.name) {
                 list.sort_by(|a, b| a.name.cmp(&b.name));

@@ -14,6 +14,8 @@
 
 #[path = "../../../planner/benches/common/fixture.rs"]
 mod fixture;
+#[path = "../../../planner/benches/common/peer.rs"]
+mod peer;
 mod report;
 mod svg;
 
@@ -84,8 +86,18 @@ fn pipeline(desired: &[u8], export: &[u8], options: PlanOptions) -> usize {
     planned.calls.len()
 }
 
-/// The peer: two typed serde_json parses of the same bytes.
+/// The peer: two typed serde_json parses of the same bytes, into `String`s
+/// (`planner/benches/common/peer.rs`).
 fn peer(desired: &[u8], export: &[u8]) -> usize {
+    let document: peer::Document = serde_json::from_slice(desired).expect("parses");
+    let export: peer::Export = serde_json::from_slice(export).expect("parses");
+    black_box(&document);
+    export.objects.len()
+}
+
+/// The same two parses into the planner's own types, which borrow their strings: printed
+/// beside the peer, so the ratio the planner's borrowing earns is in plain sight.
+fn borrowing(desired: &[u8], export: &[u8]) -> usize {
     let document: Document = serde_json::from_slice(desired).expect("parses");
     let export: Export = serde_json::from_slice(export).expect("parses");
     black_box(&document);
@@ -157,10 +169,13 @@ fn native(quick: bool) {
     let t = interleaved(
         &mut [
             &mut || {
-                black_box(serde_json::from_slice::<Document>(&desired).unwrap());
+                black_box(serde_json::from_slice::<peer::Document>(&desired).unwrap());
             },
             &mut || {
                 black_box(peer(&desired, &export_bytes));
+            },
+            &mut || {
+                black_box(borrowing(&desired, &export_bytes));
             },
             &mut || {
                 black_box(validate(&desired).unwrap());
@@ -181,7 +196,7 @@ fn native(quick: bool) {
         rounds,
         budget,
     );
-    let (parse_doc, parse_both) = (t[0], t[1]);
+    let (parse_doc, parse_both, borrowed) = (t[0], t[1], t[2]);
     row(
         "peer: typed serde_json parse of the document",
         parse_doc,
@@ -196,18 +211,30 @@ fn native(quick: bool) {
     );
     row(
         "validate (document bytes)",
-        t[2],
+        t[3],
         Some(("the document's parse", parse_doc)),
         None,
     );
-    row("read the export (typed parse)", t[3], None, None);
-    row("plan, planHash included (typed inputs)", t[4], None, None);
-    row("of which planHash (call list)", t[5], None, None);
+    row("read the export (typed parse)", t[4], None, None);
+    row("plan, planHash included (typed inputs)", t[5], None, None);
+    row("of which planHash (call list)", t[6], None, None);
     row(
         "validate + read export + plan + planHash",
-        t[6],
+        t[7],
         Some(("two typed parses", parse_both)),
         Some("<= 1.3 x"),
+    );
+    row(
+        "two parses into the planner's borrowing types (document + export)",
+        borrowed,
+        None,
+        None,
+    );
+    row(
+        "the same pipeline, against the borrowing parses",
+        t[7],
+        Some(("two borrowing parses", borrowed)),
+        None,
     );
 
     scaling(quick);
