@@ -24,8 +24,8 @@ const EXPORTS: &[&str] = &[
     include_str!("../../tests/golden/updates/export.json"),
 ];
 
-fn exports() -> &'static [Export] {
-    static PARSED: OnceLock<Vec<Export>> = OnceLock::new();
+fn exports() -> &'static [Export<'static>] {
+    static PARSED: OnceLock<Vec<Export<'static>>> = OnceLock::new();
     PARSED.get_or_init(|| {
         EXPORTS
             .iter()
