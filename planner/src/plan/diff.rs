@@ -422,11 +422,12 @@ impl<'a> Planner<'a> {
             let Some(pool) = self.resolve(Kind::Pool, &f.pool) else {
                 continue;
             };
-            let id = match self.cur_flavors.get(&(pool.clone(), f.name.as_str())) {
-                Some(cur) => self.existing_id(Kind::Flavor, &join(&cur.pool, "/", &cur.name)),
-                None => Cow::Owned(self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name))),
-            };
-            self.flavor_ids.insert((pool, &f.name), id);
+            // An existing flavor's id is in already, under this very key (the loop above).
+            if self.cur_flavors.contains_key(&(pool.clone(), f.name.as_str())) {
+                continue;
+            }
+            let id = self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
+            self.flavor_ids.insert((pool, &f.name), Cow::Owned(id));
         }
     }
 
