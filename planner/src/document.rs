@@ -232,14 +232,22 @@ pub struct Warm {
 
 /// A map of texts to texts, owning every string.
 fn owned_texts(map: BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<Text<'static>, Text<'static>> {
-    map.into_iter()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
+    // Inserted one by one, not collected: `collect` sorts its input first, and that sort is
+    // code the console downloads.
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        out.insert(k.into_owned(), v.into_owned());
+    }
+    out
 }
 
 /// A quota, owning its keys.
 fn owned_quota(map: BTreeMap<Text<'_>, u64>) -> BTreeMap<Text<'static>, u64> {
-    map.into_iter().map(|(k, v)| (k.into_owned(), v)).collect()
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        out.insert(k.into_owned(), v);
+    }
+    out
 }
 
 fn owned_list<T, U>(list: Option<Vec<T>>, f: fn(T) -> U) -> Option<Vec<U>> {

@@ -190,26 +190,40 @@ impl JsonSchema for Text<'_> {
 
 /// A map of texts (a config, an env) as `String`s: a call's input, a database row.
 pub fn to_strings(map: &BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<String, String> {
-    map.iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    // Inserted one by one, not collected: `collect` sorts its input first, and each sort is
+    // code the console downloads.
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        out.insert(k.to_string(), v.to_string());
+    }
+    out
 }
 
 /// A map keyed by texts (a quota) keyed by `String`s.
 pub fn to_string_keys<V: Copy>(map: &BTreeMap<Text<'_>, V>) -> BTreeMap<String, V> {
-    map.iter().map(|(k, &v)| (k.to_string(), v)).collect()
+    let mut out = BTreeMap::new();
+    for (k, &v) in map {
+        out.insert(k.to_string(), v);
+    }
+    out
 }
 
 /// A map of `String`s as texts: [`to_strings`] the other way.
 pub fn from_strings(map: BTreeMap<String, String>) -> BTreeMap<Text<'static>, Text<'static>> {
-    map.into_iter()
-        .map(|(k, v)| (Text::from(k), Text::from(v)))
-        .collect()
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        out.insert(Text::from(k), Text::from(v));
+    }
+    out
 }
 
 /// A map keyed by `String`s keyed by texts: [`to_string_keys`] the other way.
 pub fn from_string_keys<V>(map: BTreeMap<String, V>) -> BTreeMap<Text<'static>, V> {
-    map.into_iter().map(|(k, v)| (Text::from(k), v)).collect()
+    let mut out = BTreeMap::new();
+    for (k, v) in map {
+        out.insert(Text::from(k), v);
+    }
+    out
 }
 
 #[cfg(test)]

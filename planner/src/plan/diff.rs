@@ -423,7 +423,10 @@ impl<'a> Planner<'a> {
                 continue;
             };
             // An existing flavor's id is in already, under this very key (the loop above).
-            if self.cur_flavors.contains_key(&(pool.clone(), f.name.as_str())) {
+            if self
+                .cur_flavors
+                .contains_key(&(pool.clone(), f.name.as_str()))
+            {
                 continue;
             }
             let id = self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
