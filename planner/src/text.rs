@@ -32,6 +32,11 @@ impl<'a> Text<'a> {
         &self.0
     }
 
+    /// True when the text is a slice of the JSON it was read from.
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.0, Cow::Borrowed(_))
+    }
+
     /// The same text, owning its string (it copies only a borrowed one).
     pub fn into_owned(self) -> Text<'static> {
         Text(Cow::Owned(self.0.into_owned()))

@@ -94,6 +94,49 @@ fn template(fields: &str) -> String {
 }
 
 #[test]
+fn strings_are_borrowed_from_the_input_unless_escaped() {
+    // What keeps reading a document cheap: a string without escapes is a slice of the
+    // input, map keys and values included; an escaped one is unescaped into its own String.
+    let json = r#"{"version": 1,
+        "providerAccounts": [{"name": "cloud", "provider": "h\u0065tzner",
+                              "config": {"token": "secret://a", "re\u0067ion": "fsn1"}}],
+        "pools": [{"name": "vps", "site": "fra", "class": "vps-host",
+                   "ownerQuota": {"vcpu": 8}, "offers": [{"tenant": "acme", "quota": {}}]}]}"#;
+    let document = validate(json.as_bytes()).unwrap();
+    let account = &document.provider_accounts.as_ref().unwrap()[0];
+    assert!(account.name.is_borrowed());
+    assert!(!account.provider.is_borrowed());
+    assert_eq!(account.provider, "hetzner");
+    let (key, value) = account.config.iter().next().unwrap();
+    assert_eq!((key.as_str(), value.as_str()), ("region", "fsn1"));
+    assert!(!key.is_borrowed() && value.is_borrowed());
+    let pool = &document.pools.as_ref().unwrap()[0];
+    assert!(pool.name.is_borrowed() && pool.site.is_borrowed());
+    assert!(
+        pool.owner_quota
+            .as_ref()
+            .unwrap()
+            .keys()
+            .all(|k| k.is_borrowed())
+    );
+    assert!(pool.offers.as_ref().unwrap()[0].tenant.is_borrowed());
+    // The export's reader borrows too.
+    let export = format!(
+        r#"{{"tenantId": "root", "caller": "usr_ops", "config": {json},
+            "objects": [{{"kind": "pool", "name": "vps", "id": "pool_1", "revision": 3}}]}}"#
+    );
+    let export = crate::Export::from_json(export.as_bytes()).unwrap();
+    assert!(export.tenant_id.is_borrowed() && export.objects[0].name.is_borrowed());
+    assert!(export.config.pools.as_ref().unwrap()[0].name.is_borrowed());
+    // into_owned keeps every value and owns every string.
+    let owned = document.clone().into_owned();
+    assert_eq!(owned, document);
+    let owned_account = &owned.provider_accounts.as_ref().unwrap()[0];
+    assert!(!owned_account.name.is_borrowed());
+    assert!(owned_account.config.keys().all(|k| !k.is_borrowed()));
+}
+
+#[test]
 fn seed_example_is_valid() {
     let doc = validate(SEED.as_bytes()).expect("the seed's example validates");
     assert_eq!(doc.pools.as_ref().map(Vec::len), Some(2));
