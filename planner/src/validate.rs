@@ -18,6 +18,7 @@ use serde::de::{
 };
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::fmt::{self, Write as _};
 use std::hash::Hasher as _;
 
@@ -800,65 +801,75 @@ impl Walker {
         let mut quota = BTreeMap::new();
         let mut strings = BTreeMap::new();
         // Keys whose value was invalid, so a repeat of them is still found.
-        let mut bad: Vec<String> = Vec::new();
+        let mut bad: Vec<Text<'de>> = Vec::new();
         while let Some(Key(key)) = map.next_key()? {
+            let key = Text::from(key);
             let mark = self.enter_key(&key);
-            let repeated = match kind {
-                K::Quota => quota.contains_key(&*key),
-                _ => strings.contains_key(&*key),
-            } || bad.iter().any(|b| *b == *key);
-            if repeated {
-                self.report(format!(
-                    "duplicate key \"{}\"; each key may appear once",
-                    shorten(&key)
-                ));
-                map.next_value::<IgnoredAny>()?;
-            } else if kind == K::Quota {
-                // A bad name does not hide a bad maximum: both are reported, key first.
-                let named = is_resource(&key);
-                if !named {
-                    self.report(format!(
-                        "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
-                        shorten(&key)
-                    ));
-                }
-                match map.next_value_seed(Seed {
-                    w: self,
-                    kind: K::Max,
-                })? {
-                    Parsed::U(max) if named => {
-                        quota.insert(Text::from(key), max);
-                    }
-                    other => {
-                        if let Parsed::Null = other {
-                            self.wrong(K::Max, "null");
+            // One search of the map per key: the entry both finds a repeat and takes the value.
+            let repeated = bad.contains(&key);
+            if kind == K::Quota {
+                match quota.entry(key) {
+                    Entry::Vacant(slot) if !repeated => {
+                        // A bad name does not hide a bad maximum: both are reported, key first.
+                        let named = is_resource(slot.key());
+                        if !named {
+                            self.report(format!(
+                                "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
+                                shorten(slot.key())
+                            ));
                         }
-                        bad.push(key.into_owned());
+                        match map.next_value_seed(Seed {
+                            w: self,
+                            kind: K::Max,
+                        })? {
+                            Parsed::U(max) if named => {
+                                slot.insert(max);
+                            }
+                            other => {
+                                if let Parsed::Null = other {
+                                    self.wrong(K::Max, "null");
+                                }
+                                bad.push(slot.into_key());
+                            }
+                        }
+                    }
+                    entry => {
+                        self.duplicate(entry.key());
+                        map.next_value::<IgnoredAny>()?;
                     }
                 }
             } else {
-                match map.next_value_seed(Seed {
-                    w: self,
-                    kind: K::Str,
-                })? {
-                    Parsed::Str(value) => {
-                        if looks_secret(&key) && !is_secret_reference(&value) {
-                            // Never repeat the value: it may be the secret itself.
-                            self.report(format!(
-                                "\"{}\" looks like a secret, so its value must be a reference \
-                                 (secret://..., vault://... or env://NAME), never the secret itself",
-                                shorten(&key)
-                            ));
-                            bad.push(key.into_owned());
-                        } else {
-                            strings.insert(Text::from(key), value);
+                match strings.entry(key) {
+                    Entry::Vacant(slot) if !repeated => {
+                        match map.next_value_seed(Seed {
+                            w: self,
+                            kind: K::Str,
+                        })? {
+                            Parsed::Str(value) => {
+                                if looks_secret(slot.key()) && !is_secret_reference(&value) {
+                                    // Never repeat the value: it may be the secret itself.
+                                    self.report(format!(
+                                        "\"{}\" looks like a secret, so its value must be a \
+                                         reference (secret://..., vault://... or env://NAME), \
+                                         never the secret itself",
+                                        shorten(slot.key())
+                                    ));
+                                    bad.push(slot.into_key());
+                                } else {
+                                    slot.insert(value);
+                                }
+                            }
+                            other => {
+                                if let Parsed::Null = other {
+                                    self.wrong(K::Str, "null");
+                                }
+                                bad.push(slot.into_key());
+                            }
                         }
                     }
-                    other => {
-                        if let Parsed::Null = other {
-                            self.wrong(K::Str, "null");
-                        }
-                        bad.push(key.into_owned());
+                    entry => {
+                        self.duplicate(entry.key());
+                        map.next_value::<IgnoredAny>()?;
                     }
                 }
             }
@@ -868,6 +879,13 @@ impl Walker {
             K::Quota => Parsed::Quota(quota),
             _ => Parsed::Map(strings),
         })
+    }
+
+    fn duplicate(&mut self, key: &str) {
+        self.report(format!(
+            "duplicate key \"{}\"; each key may appear once",
+            shorten(key)
+        ));
     }
 
     /// A list of at most [`MAX_ITEMS`]; invalid items are reported and left out, `take`
