@@ -1,6 +1,6 @@
 //! The document, version 1: the one place that knows its wire shape.
 //!
-//! These types describe a document that has passed [`crate::validate`]; they serialize to the
+//! These types describe a document that has passed [`crate::validate()`]; they serialize to the
 //! exact JSON an export writes. Maps are `BTreeMap` so serialization is ordered and stable.
 
 use crate::text::Text;
@@ -258,7 +258,7 @@ fn owned_list<T, U>(list: Option<Vec<T>>, f: fn(T) -> U) -> Option<Vec<U>> {
 
 impl<'a> Document<'a> {
     /// Reads a document from a JSON value, borrowing its strings from it, without the
-    /// validation of [`crate::validate`] (for documents known to be valid: tests, exports).
+    /// validation of [`crate::validate()`] (for documents known to be valid: tests, exports).
     pub fn from_value(value: &'a serde_json::Value) -> Result<Document<'a>, serde_json::Error> {
         Document::deserialize(value)
     }
