@@ -116,6 +116,9 @@ pub fn plan_json(
     Ok(serde_json::to_string(&planned(doc, exported, options)?).map_err(JsError::from)?)
 }
 
+/// The largest document `plan` keeps as bytes while it plans (see `planned`).
+const BORROW_UP_TO: usize = 256 << 20;
+
 fn planned(
     doc: JsValue,
     exported: JsValue,
@@ -126,7 +129,18 @@ fn planned(
     let bytes = json_bytes(&doc, "the document")?;
     let export = json_bytes(&exported, "the export")?;
     let options = options_json(options.as_ref().unwrap_or(&JsValue::UNDEFINED))?;
-    let document = crate::validate(&bytes).map_err(invalid_input)?;
+    // A document borrows its strings from its bytes. A big one owns them instead, and its
+    // bytes are freed before the export is read: wasm32 has 4 GiB, and a 1 GiB document and a
+    // 1 GiB export, every string escaped (so copied out), need more than that at once.
+    let kept;
+    let document = if bytes.len() > BORROW_UP_TO {
+        let document = crate::validate(&bytes).map_err(invalid_input)?.into_owned();
+        drop(bytes);
+        document
+    } else {
+        kept = bytes;
+        crate::validate(&kept).map_err(invalid_input)?
+    };
     let export = read_export(&export)?;
     let options: PlanOptions = match options {
         Some(text) => {

@@ -347,6 +347,40 @@ test('JSON over 1 GiB is refused with a message before it is copied into wasm', 
   assert.equal(planner.validate('{"version": 1}').ok, true);
 });
 
+test('a 1 GiB document plans against a 1 GiB export, every string escaped (so copied)', () => {
+  // The README's promise at the size limit. The document's strings are borrowed from its bytes
+  // unless escaped; with both inputs escaped, holding the document's bytes while the export is
+  // read needed more than wasm32's 4 GiB (RuntimeError: unreachable). About 10 s and 6 GB.
+  const entries = 1000;
+  const build = (prefix, suffix) => {
+    const keys = Array.from({ length: entries }, (_, i) => `"k${String(i).padStart(4, '0')}":"`);
+    const fixed =
+      Buffer.byteLength(prefix) + Buffer.byteLength(suffix) +
+      keys.reduce((sum, key) => sum + key.length + 2, 0) - 1;
+    const value = Math.floor((2 ** 30 - fixed) / entries);
+    const bytes = Buffer.alloc(fixed + value * entries, 'a');
+    let at = bytes.write(prefix, 0);
+    for (let i = 0; i < entries; i++) {
+      at += bytes.write(keys[i], at) + value;
+      bytes.write('\\n', at - 2); // each value ends with an escape
+      at += bytes.write(i + 1 < entries ? '",' : '"', at);
+    }
+    bytes.write(suffix, at);
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+  };
+  const account = '{"version":1,"providerAccounts":[{"name":"c","provider":"x","config":{';
+  const doc = build(account, '}}]}');
+  const exported = build(
+    `{"tenantId":"root","caller":"usr_ops","config":${account}`,
+    '}}]},"objects":[{"kind":"providerAccount","name":"c","id":"pa_1","revision":1}],"tenants":["root"]}',
+  );
+  assert.ok(doc.length <= 2 ** 30 && doc.length > 2 ** 30 - 1000, `${doc.length} bytes`);
+  assert.ok(exported.length <= 2 ** 30 && exported.length > 2 ** 30 - 1000);
+  const plan = JSON.parse(planner.planJson(doc, exported));
+  assert.deepEqual(plan.changes, [{ kind: 'providerAccount', name: 'c', action: 'unchanged' }]);
+  assert.deepEqual(plan.calls, []);
+});
+
 test('JSON.stringify(plan(...)) differs from planJson(...) only where the README says', () => {
   // A float with no fraction and keys that are array indices: a JS object cannot keep the
   // planner's text of them. The values and the planHash are the same.
