@@ -2,6 +2,8 @@
 //!
 //! These types describe a document that has passed [`crate::validate()`]; they serialize to the
 //! exact JSON an export writes. Maps are `BTreeMap` so serialization is ordered and stable.
+//! Their strings are [`Text`]s, borrowed from the JSON a document was read from (the lifetime
+//! `'a`); `into_owned` makes a document that outlives its bytes.
 
 use crate::text::Text;
 use schemars::JsonSchema;
