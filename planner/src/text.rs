@@ -153,7 +153,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 }
 
 /// Reads a JSON string as a [`Text`], borrowing it when the reader can (no escapes).
-pub(crate) struct TextVisitor<'a>(pub(crate) std::marker::PhantomData<&'a ()>);
+struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
 impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
     type Value = Text<'a>;

@@ -805,73 +805,40 @@ impl Walker {
         while let Some(Key(key)) = map.next_key()? {
             let key = Text::from(key);
             let mark = self.enter_key(&key);
-            // One search of the map per key: the entry both finds a repeat and takes the value.
             let repeated = bad.contains(&key);
             if kind == K::Quota {
-                match quota.entry(key) {
-                    Entry::Vacant(slot) if !repeated => {
-                        // A bad name does not hide a bad maximum: both are reported, key first.
-                        let named = is_resource(slot.key());
-                        if !named {
-                            self.report(format!(
-                                "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
-                                shorten(slot.key())
-                            ));
-                        }
-                        match map.next_value_seed(Seed {
-                            w: self,
-                            kind: K::Max,
-                        })? {
-                            Parsed::U(max) if named => {
-                                slot.insert(max);
-                            }
-                            other => {
-                                if let Parsed::Null = other {
-                                    self.wrong(K::Max, "null");
-                                }
-                                bad.push(slot.into_key());
-                            }
-                        }
+                let entry = quota.entry(key);
+                self.entry(&mut map, entry, repeated, &mut bad, |w, map, key| {
+                    // A bad name does not hide a bad maximum: both are reported, key first.
+                    let named = is_resource(key);
+                    if !named {
+                        w.report(format!(
+                            "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
+                            shorten(key)
+                        ));
                     }
-                    entry => {
-                        self.duplicate(entry.key());
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
+                    Ok(match w.value(map, K::Max)? {
+                        Parsed::U(max) if named => Some(max),
+                        _ => None,
+                    })
+                })?;
             } else {
-                match strings.entry(key) {
-                    Entry::Vacant(slot) if !repeated => {
-                        match map.next_value_seed(Seed {
-                            w: self,
-                            kind: K::Str,
-                        })? {
-                            Parsed::Str(value) => {
-                                if looks_secret(slot.key()) && !is_secret_reference(&value) {
-                                    // Never repeat the value: it may be the secret itself.
-                                    self.report(format!(
-                                        "\"{}\" looks like a secret, so its value must be a \
-                                         reference (secret://..., vault://... or env://NAME), \
-                                         never the secret itself",
-                                        shorten(slot.key())
-                                    ));
-                                    bad.push(slot.into_key());
-                                } else {
-                                    slot.insert(value);
-                                }
-                            }
-                            other => {
-                                if let Parsed::Null = other {
-                                    self.wrong(K::Str, "null");
-                                }
-                                bad.push(slot.into_key());
-                            }
-                        }
+                let entry = strings.entry(key);
+                self.entry(&mut map, entry, repeated, &mut bad, |w, map, key| {
+                    let Parsed::Str(value) = w.value(map, K::Str)? else {
+                        return Ok(None);
+                    };
+                    if looks_secret(key) && !is_secret_reference(&value) {
+                        // Never repeat the value: it may be the secret itself.
+                        w.report(format!(
+                            "\"{}\" looks like a secret, so its value must be a reference \
+                             (secret://..., vault://... or env://NAME), never the secret itself",
+                            shorten(key)
+                        ));
+                        return Ok(None);
                     }
-                    entry => {
-                        self.duplicate(entry.key());
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
+                    Ok(Some(value))
+                })?;
             }
             self.leave(mark);
         }
@@ -881,11 +848,46 @@ impl Walker {
         })
     }
 
-    fn duplicate(&mut self, key: &str) {
-        self.report(format!(
-            "duplicate key \"{}\"; each key may appear once",
-            shorten(key)
-        ));
+    /// One entry of a quota or string map, found by one search of the map: a repeat (of a
+    /// key held, or of one whose value was invalid) is reported and skipped; otherwise `read`
+    /// reads the value and answers it, or `None` when it reported it invalid.
+    fn entry<'de, A: MapAccess<'de>, V>(
+        &mut self,
+        map: &mut A,
+        entry: Entry<'_, Text<'de>, V>,
+        repeated: bool,
+        bad: &mut Vec<Text<'de>>,
+        read: impl FnOnce(&mut Self, &mut A, &str) -> Result<Option<V>, A::Error>,
+    ) -> Result<(), A::Error> {
+        match entry {
+            Entry::Vacant(slot) if !repeated => match read(self, map, slot.key())? {
+                Some(value) => {
+                    slot.insert(value);
+                }
+                None => bad.push(slot.into_key()),
+            },
+            entry => {
+                self.report(format!(
+                    "duplicate key \"{}\"; each key may appear once",
+                    shorten(entry.key())
+                ));
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A map's value of `kind`; `null` is reported as wrong there (a map has no optional values).
+    fn value<'de, A: MapAccess<'de>>(
+        &mut self,
+        map: &mut A,
+        kind: K,
+    ) -> Result<Parsed<'de>, A::Error> {
+        let value = map.next_value_seed(Seed { w: self, kind })?;
+        if let Parsed::Null = value {
+            self.wrong(kind, "null");
+        }
+        Ok(value)
     }
 
     /// A list of at most [`MAX_ITEMS`]; invalid items are reported and left out, `take`
