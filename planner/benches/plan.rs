@@ -20,7 +20,7 @@ mod peer;
 mod native {
     use super::fixture::{N, pair};
     use criterion::Criterion;
-    use planner::{Document, Export, PlanOptions, plan, plan_hash, validate};
+    use planner::{Export, PlanOptions, plan, plan_hash, validate};
     use std::hint::black_box;
     use std::time::{Duration, Instant};
 
@@ -37,23 +37,6 @@ mod native {
         let planned = plan(&document, &export, PlanOptions { prune: true });
         black_box(plan_hash(&planned.calls));
         planned.calls.len()
-    }
-
-    /// The peer: two typed serde_json parses of the same bytes, into `String`s
-    /// (`common/peer.rs`).
-    fn peer(desired: &[u8], export: &[u8]) -> usize {
-        let document: super::peer::Document = serde_json::from_slice(desired).expect("parses");
-        let export: super::peer::Export = serde_json::from_slice(export).expect("parses");
-        black_box(&document);
-        export.objects.len()
-    }
-
-    /// The same two parses into the planner's own types, which borrow their strings.
-    fn borrowing(desired: &[u8], export: &[u8]) -> usize {
-        let document: Document = serde_json::from_slice(desired).expect("parses");
-        let export: Export = serde_json::from_slice(export).expect("parses");
-        black_box(&document);
-        export.objects.len()
     }
 
     /// Medians over `rounds` rounds in which every candidate runs once, in turn, so that a
@@ -120,7 +103,7 @@ mod native {
             b.iter(|| pipeline(black_box(&desired), black_box(&export_bytes)))
         });
         c.bench_function("peer: two typed serde_json parses", |b| {
-            b.iter(|| peer(black_box(&desired), black_box(&export_bytes)))
+            b.iter(|| super::peer::two_parses(black_box(&desired), black_box(&export_bytes)))
         });
 
         // The ratios, from medians of interleaved rounds in this run.
@@ -140,10 +123,10 @@ mod native {
                     black_box(serde_json::from_slice::<super::peer::Document>(&desired).unwrap());
                 },
                 &mut || {
-                    black_box(peer(&desired, &export_bytes));
+                    black_box(super::peer::two_parses(&desired, &export_bytes));
                 },
                 &mut || {
-                    black_box(borrowing(&desired, &export_bytes));
+                    black_box(super::peer::two_borrowing_parses(&desired, &export_bytes));
                 },
                 &mut || {
                     black_box(validate(&desired).unwrap());

@@ -9,6 +9,25 @@ use planner::document::{Network, Policy, PoolClass, SiteKind, Warm};
 use planner::export::{Kind, Section};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::hint::black_box;
+
+/// The peer: two typed serde_json parses of the same bytes, into these `String` structs.
+/// Answers the export's object count (so nothing is optimized away).
+pub fn two_parses(desired: &[u8], export: &[u8]) -> usize {
+    let document: Document = serde_json::from_slice(desired).expect("the document parses");
+    let export: Export = serde_json::from_slice(export).expect("the export parses");
+    black_box(&document);
+    export.objects.len()
+}
+
+/// The same two parses into the planner's own types, which borrow their strings: printed
+/// beside the peer, so the share of the ratio that borrowing earns is in plain sight.
+pub fn two_borrowing_parses(desired: &[u8], export: &[u8]) -> usize {
+    let document: planner::Document = serde_json::from_slice(desired).expect("the document parses");
+    let export: planner::Export = serde_json::from_slice(export).expect("the export parses");
+    black_box(&document);
+    export.objects.len()
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

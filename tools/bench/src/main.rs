@@ -19,7 +19,7 @@ mod peer;
 mod report;
 mod svg;
 
-use planner::{Document, Export, PlanOptions, plan, plan_hash, validate};
+use planner::{Export, PlanOptions, plan, plan_hash, validate};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -84,24 +84,6 @@ fn pipeline(desired: &[u8], export: &[u8], options: PlanOptions) -> usize {
     let planned = plan(&document, &export, options);
     black_box(&planned.plan_hash);
     planned.calls.len()
-}
-
-/// The peer: two typed serde_json parses of the same bytes, into `String`s
-/// (`planner/benches/common/peer.rs`).
-fn peer(desired: &[u8], export: &[u8]) -> usize {
-    let document: peer::Document = serde_json::from_slice(desired).expect("parses");
-    let export: peer::Export = serde_json::from_slice(export).expect("parses");
-    black_box(&document);
-    export.objects.len()
-}
-
-/// The same two parses into the planner's own types, which borrow their strings: printed
-/// beside the peer, so the ratio the planner's borrowing earns is in plain sight.
-fn borrowing(desired: &[u8], export: &[u8]) -> usize {
-    let document: Document = serde_json::from_slice(desired).expect("parses");
-    let export: Export = serde_json::from_slice(export).expect("parses");
-    black_box(&document);
-    export.objects.len()
 }
 
 /// Runs every candidate once per round, in turn, so that a busy machine slows them alike;
@@ -172,10 +154,10 @@ fn native(quick: bool) {
                 black_box(serde_json::from_slice::<peer::Document>(&desired).unwrap());
             },
             &mut || {
-                black_box(peer(&desired, &export_bytes));
+                black_box(peer::two_parses(&desired, &export_bytes));
             },
             &mut || {
-                black_box(borrowing(&desired, &export_bytes));
+                black_box(peer::two_borrowing_parses(&desired, &export_bytes));
             },
             &mut || {
                 black_box(validate(&desired).unwrap());
