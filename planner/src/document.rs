@@ -1,14 +1,14 @@
 //! The document, version 1: the one place that knows its wire shape.
 //!
 //! These types describe a document that has passed [`crate::validate()`]; they serialize to the
-//! exact JSON an export writes. Maps are `BTreeMap` so serialization is ordered and stable.
+//! exact JSON an export writes. Maps are [`Map`]s (sorted by key) so serialization is ordered and stable.
 //! Their strings are [`Text`]s, borrowed from the JSON a document was read from (the lifetime
 //! `'a`); `into_owned` makes a document that outlives its bytes.
 
+use crate::map::Map;
 use crate::text::Text;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// A fleet document: `version: 1` and any of five lists. A list left out (or `null`) leaves
 /// that kind alone; an empty one, with prune, deletes all of it.
@@ -79,7 +79,7 @@ pub struct ProviderAccount<'a> {
     pub provider: Text<'a>,
     /// Provider settings (required, `{}` for none); secret-looking keys hold references.
     #[schemars(transform = crate::schema::secret_references)]
-    pub config: BTreeMap<Text<'a>, Text<'a>>,
+    pub config: Map<Text<'a>, Text<'a>>,
 }
 
 /// A pool of capacity at a site.
@@ -111,7 +111,7 @@ pub struct Pool<'a> {
     /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::resource_keys)]
-    pub owner_quota: Option<BTreeMap<Text<'a>, u64>>,
+    pub owner_quota: Option<Map<Text<'a>, u64>>,
     /// Offers to tenants; left out (or `null`), the offers are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
@@ -149,7 +149,7 @@ pub struct Offer<'a> {
     pub tenant: Text<'a>,
     /// Maximum per resource.
     #[schemars(transform = crate::schema::resource_keys)]
-    pub quota: BTreeMap<Text<'a>, u64>,
+    pub quota: Map<Text<'a>, u64>,
     /// Higher is scheduled first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = crate::validate::MIN_INTEGER, max = crate::validate::MAX_INTEGER))]
@@ -202,7 +202,7 @@ pub struct SandboxTemplate<'a> {
     /// Environment; secret-looking keys hold references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::secret_references)]
-    pub env: Option<BTreeMap<Text<'a>, Text<'a>>>,
+    pub env: Option<Map<Text<'a>, Text<'a>>>,
     /// Network exposure.
     pub network: Network,
     /// Warm pool size.
@@ -233,23 +233,13 @@ pub struct Warm {
 }
 
 /// A map of texts to texts, owning every string.
-fn owned_texts(map: BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<Text<'static>, Text<'static>> {
-    // Inserted one by one, not collected: `collect` sorts its input first, and that sort is
-    // code the console downloads.
-    let mut out = BTreeMap::new();
-    for (k, v) in map {
-        out.insert(k.into_owned(), v.into_owned());
-    }
-    out
+fn owned_texts(map: Map<Text<'_>, Text<'_>>) -> Map<Text<'static>, Text<'static>> {
+    map.map_entries(|(k, v)| (k.into_owned(), v.into_owned()))
 }
 
 /// A quota, owning its keys.
-fn owned_quota(map: BTreeMap<Text<'_>, u64>) -> BTreeMap<Text<'static>, u64> {
-    let mut out = BTreeMap::new();
-    for (k, v) in map {
-        out.insert(k.into_owned(), v);
-    }
-    out
+fn owned_quota(map: Map<Text<'_>, u64>) -> Map<Text<'static>, u64> {
+    map.map_entries(|(k, v)| (k.into_owned(), v))
 }
 
 fn owned_list<T, U>(list: Option<Vec<T>>, f: fn(T) -> U) -> Option<Vec<U>> {

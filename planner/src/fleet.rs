@@ -1309,7 +1309,7 @@ mod tests {
         fleet.apply(&quota(&p, "gpu", None, Some(2))).unwrap();
         assert_eq!(fleet.revision(Kind::OwnerQuota, "vps-fra:gpu"), None);
         let exported = fleet.export().config.pools.unwrap();
-        assert_eq!(exported[0].owner_quota, Some(BTreeMap::new()));
+        assert_eq!(exported[0].owner_quota, Some(crate::Map::new()));
     }
 
     #[test]
@@ -1600,7 +1600,7 @@ mod tests {
             pools[1].offers,
             Some(vec![Offer {
                 tenant: "acme".into(),
-                quota: BTreeMap::from([("vcpu".into(), 8)]),
+                quota: crate::Map::from([("vcpu".into(), 8)]),
                 priority: None
             }])
         );

@@ -12,6 +12,7 @@
 //! - [`schema`]: the document's JSON Schema, derived from the model.
 //! - [`ids`]: idempotency keys and deterministic ids.
 //! - [`text`]: the model's strings, borrowed from the JSON they were read from.
+//! - [`map`]: the model's small maps, one sorted vector each.
 //! - [`canonical`]: RFC 8785 canonical JSON and SHA-256.
 
 pub mod calls;
@@ -22,6 +23,7 @@ pub mod fleet;
 mod hash;
 pub mod ids;
 pub mod locate;
+pub mod map;
 pub mod plan;
 pub mod schema;
 pub mod text;
@@ -34,6 +36,7 @@ pub use canonical::{PlanHash, canonicalize, sha256_hex};
 pub use document::Document;
 pub use export::{Export, Kind, Section};
 pub use fleet::{Fleet, FleetError};
+pub use map::Map;
 pub use plan::{Action, Change, Plan, PlanOptions, Summary, plan, plan_hash};
 pub use text::Text;
 pub use validate::{Invalid, Problem, validate};

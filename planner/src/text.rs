@@ -6,6 +6,7 @@
 //! rest of reading them; a string without escapes is now a slice of the input. Built by hand
 //! (an export assembled from database rows), a `Text` owns its string.
 
+use crate::map::Map;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use serde::{Serialize, Serializer};
@@ -16,7 +17,7 @@ use std::ops::Deref;
 
 /// A string of the document model: a slice of the JSON it was read from, or its own.
 ///
-/// It compares, hashes and orders as the `str` it holds (so a `BTreeMap<Text, _>` is looked
+/// It compares, hashes and orders as the `str` it holds (so a `Map<Text, _>` is looked
 /// up by `&str`), and reads and writes as a JSON string.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Text<'a>(Cow<'a, str>);
@@ -194,7 +195,7 @@ impl JsonSchema for Text<'_> {
 }
 
 /// A map of texts (a config, an env) as `String`s: a call's input, a database row.
-pub fn to_strings(map: &BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<String, String> {
+pub fn to_strings(map: &Map<Text<'_>, Text<'_>>) -> BTreeMap<String, String> {
     // Inserted one by one, not collected: `collect` sorts its input first, and each sort is
     // code the console downloads.
     let mut out = BTreeMap::new();
@@ -205,7 +206,7 @@ pub fn to_strings(map: &BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<String, String
 }
 
 /// A map keyed by texts (a quota) keyed by `String`s.
-pub fn to_string_keys<V: Copy>(map: &BTreeMap<Text<'_>, V>) -> BTreeMap<String, V> {
+pub fn to_string_keys<V: Copy>(map: &Map<Text<'_>, V>) -> BTreeMap<String, V> {
     let mut out = BTreeMap::new();
     for (k, &v) in map {
         out.insert(k.to_string(), v);
@@ -214,21 +215,14 @@ pub fn to_string_keys<V: Copy>(map: &BTreeMap<Text<'_>, V>) -> BTreeMap<String, 
 }
 
 /// A map of `String`s as texts: [`to_strings`] the other way.
-pub fn from_strings(map: BTreeMap<String, String>) -> BTreeMap<Text<'static>, Text<'static>> {
-    let mut out = BTreeMap::new();
-    for (k, v) in map {
-        out.insert(Text::from(k), Text::from(v));
-    }
-    out
+pub fn from_strings(map: BTreeMap<String, String>) -> Map<Text<'static>, Text<'static>> {
+    // Texts order as their strings: the map stays sorted.
+    Map::from(map).map_entries(|(k, v)| (Text::from(k), Text::from(v)))
 }
 
 /// A map keyed by `String`s keyed by texts: [`to_string_keys`] the other way.
-pub fn from_string_keys<V>(map: BTreeMap<String, V>) -> BTreeMap<Text<'static>, V> {
-    let mut out = BTreeMap::new();
-    for (k, v) in map {
-        out.insert(Text::from(k), v);
-    }
-    out
+pub fn from_string_keys<V>(map: BTreeMap<String, V>) -> Map<Text<'static>, V> {
+    Map::from(map).map_entries(|(k, v)| (Text::from(k), v))
 }
 
 #[cfg(test)]

@@ -10,15 +10,14 @@ use crate::document::{
     Document, Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate,
     Site, SiteKind, Warm,
 };
-use crate::hash::{FxHasher, HashMap};
+use crate::hash::{FxHasher, HashMap, HashSet};
+use crate::map::Map;
 use crate::text::Text;
 use serde::Serialize;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 use std::fmt::{self, Write as _};
 use std::hash::Hasher as _;
 
@@ -388,8 +387,8 @@ enum Parsed<'de> {
     U(u64),
     I(i64),
     F(f64),
-    Quota(BTreeMap<Text<'de>, u64>),
-    Map(BTreeMap<Text<'de>, Text<'de>>),
+    Quota(Map<Text<'de>, u64>),
+    Map(Map<Text<'de>, Text<'de>>),
     Policy(Policy),
     Warm(Warm),
     Document(Box<Document<'de>>),
@@ -798,81 +797,91 @@ impl Walker {
         mut map: A,
         kind: K,
     ) -> Result<Parsed<'de>, A::Error> {
-        let mut quota = BTreeMap::new();
-        let mut strings = BTreeMap::new();
+        let mut quota = Vec::new();
+        let mut strings = Vec::new();
         // Keys whose value was invalid, so a repeat of them is still found.
         let mut bad: Vec<Text<'de>> = Vec::new();
+        let mut repeats = Repeats::default();
         while let Some(Key(key)) = map.next_key()? {
             let key = Text::from(key);
             let mark = self.enter_key(&key);
-            let repeated = bad.contains(&key);
             if kind == K::Quota {
-                let entry = quota.entry(key);
-                self.entry(&mut map, entry, repeated, &mut bad, |w, map, key| {
-                    // A bad name does not hide a bad maximum: both are reported, key first.
-                    let named = is_resource(key);
-                    if !named {
-                        w.report(format!(
-                            "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
-                            shorten(key)
-                        ));
-                    }
-                    Ok(match w.value(map, K::Max)? {
-                        Parsed::U(max) if named => Some(max),
-                        _ => None,
-                    })
-                })?;
+                let repeated = repeats.check(&key, || keys(&quota, &bad));
+                self.entry(
+                    &mut map,
+                    key,
+                    repeated,
+                    (&mut quota, &mut bad),
+                    |w, map, key| {
+                        // A bad name does not hide a bad maximum: both are reported, key first.
+                        let named = is_resource(key);
+                        if !named {
+                            w.report(format!(
+                                "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
+                                shorten(key)
+                            ));
+                        }
+                        Ok(match w.value(map, K::Max)? {
+                            Parsed::U(max) if named => Some(max),
+                            _ => None,
+                        })
+                    },
+                )?;
             } else {
-                let entry = strings.entry(key);
-                self.entry(&mut map, entry, repeated, &mut bad, |w, map, key| {
-                    let Parsed::Str(value) = w.value(map, K::Str)? else {
-                        return Ok(None);
-                    };
-                    if looks_secret(key) && !is_secret_reference(&value) {
-                        // Never repeat the value: it may be the secret itself.
-                        w.report(format!(
-                            "\"{}\" looks like a secret, so its value must be a reference \
+                let repeated = repeats.check(&key, || keys(&strings, &bad));
+                self.entry(
+                    &mut map,
+                    key,
+                    repeated,
+                    (&mut strings, &mut bad),
+                    |w, map, key| {
+                        let Parsed::Str(value) = w.value(map, K::Str)? else {
+                            return Ok(None);
+                        };
+                        if looks_secret(key) && !is_secret_reference(&value) {
+                            // Never repeat the value: it may be the secret itself.
+                            w.report(format!(
+                                "\"{}\" looks like a secret, so its value must be a reference \
                              (secret://..., vault://... or env://NAME), never the secret itself",
-                            shorten(key)
-                        ));
-                        return Ok(None);
-                    }
-                    Ok(Some(value))
-                })?;
+                                shorten(key)
+                            ));
+                            return Ok(None);
+                        }
+                        Ok(Some(value))
+                    },
+                )?;
             }
             self.leave(mark);
         }
+        // Each key once (repeats were skipped): `from_entries` only sorts, when it must.
         Ok(match kind {
-            K::Quota => Parsed::Quota(quota),
-            _ => Parsed::Map(strings),
+            K::Quota => Parsed::Quota(Map::from_entries(quota)),
+            _ => Parsed::Map(Map::from_entries(strings)),
         })
     }
 
-    /// One entry of a quota or string map, found by one search of the map: a repeat (of a
-    /// key held, or of one whose value was invalid) is reported and skipped; otherwise `read`
-    /// reads the value and answers it, or `None` when it reported it invalid.
+    /// One entry of a quota or string map: a repeat (of a key held, or of one whose value was
+    /// invalid) is reported and skipped; otherwise `read` reads the value and answers it, or
+    /// `None` when it reported it invalid.
     fn entry<'de, A: MapAccess<'de>, V>(
         &mut self,
         map: &mut A,
-        entry: Entry<'_, Text<'de>, V>,
+        key: Text<'de>,
         repeated: bool,
-        bad: &mut Vec<Text<'de>>,
+        (held, bad): (&mut Vec<(Text<'de>, V)>, &mut Vec<Text<'de>>),
         read: impl FnOnce(&mut Self, &mut A, &str) -> Result<Option<V>, A::Error>,
     ) -> Result<(), A::Error> {
-        match entry {
-            Entry::Vacant(slot) if !repeated => match read(self, map, slot.key())? {
-                Some(value) => {
-                    slot.insert(value);
-                }
-                None => bad.push(slot.into_key()),
-            },
-            entry => {
-                self.report(format!(
-                    "duplicate key \"{}\"; each key may appear once",
-                    shorten(entry.key())
-                ));
-                map.next_value::<IgnoredAny>()?;
-            }
+        if repeated {
+            self.report(format!(
+                "duplicate key \"{}\"; each key may appear once",
+                shorten(&key)
+            ));
+            map.next_value::<IgnoredAny>()?;
+            return Ok(());
+        }
+        match read(self, map, &key)? {
+            Some(value) => held.push((key, value)),
+            None => bad.push(key),
         }
         Ok(())
     }
@@ -1340,6 +1349,35 @@ fn shorten(s: &str) -> Cow<'_, str> {
         end -= 1;
     }
     Cow::Owned(format!("{}...", &s[..end]))
+}
+
+/// Finds the repeated keys of one map. Keys that come in increasing order (an export's, a
+/// document written from one) cannot repeat: each costs one compare with the last. Once one
+/// comes out of order, every key so far goes into a set, which finds the repeats from then on.
+#[derive(Default)]
+struct Repeats<'de> {
+    last: Option<Text<'de>>,
+    set: Option<HashSet<Text<'de>>>,
+}
+
+impl<'de> Repeats<'de> {
+    /// Whether `key` was read before; `seen` answers every key read so far.
+    fn check(&mut self, key: &Text<'de>, seen: impl FnOnce() -> Vec<Text<'de>>) -> bool {
+        if self.set.is_none() {
+            if self.last.as_ref().is_none_or(|last| last < key) {
+                self.last = Some(key.clone());
+                return false;
+            }
+            self.set = Some(seen().into_iter().collect());
+        }
+        let set = self.set.as_mut().expect("set just above");
+        !set.insert(key.clone())
+    }
+}
+
+/// The keys of a map being read: those held and those whose value was invalid.
+fn keys<'de, V>(held: &[(Text<'de>, V)], bad: &[Text<'de>]) -> Vec<Text<'de>> {
+    held.iter().map(|(k, _)| k).chain(bad).cloned().collect()
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ fn pool_fixed(
     }
 }
 
-fn quota(tape: &mut Tape) -> BTreeMap<Text<'static>, u64> {
+fn quota(tape: &mut Tape) -> planner::Map<Text<'static>, u64> {
     tape.subset(&RESOURCES, 50)
         .into_iter()
         .map(|r| (Text::from(r.to_string()), u64::from(tape.next(5)) * 8))
@@ -91,7 +91,7 @@ fn document(tape: &mut Tape) -> Document<'static> {
         tape.subset(&ACCOUNTS, 70)
             .into_iter()
             .map(|name| {
-                let mut config = BTreeMap::new();
+                let mut config = planner::Map::new();
                 config.insert(
                     "token".into(),
                     ["secret://hetzner", "vault://kv/cloud", "env://CLOUD_TOKEN"]
@@ -180,7 +180,7 @@ fn document(tape: &mut Tape) -> Document<'static> {
                 flavor: tape.pick(&of_pool).to_string().into(),
                 image_id: tape.pick(&["ubuntu-24.04", "debian-13"]).into(),
                 env: tape.chance(50).then(|| {
-                    let mut env = BTreeMap::new();
+                    let mut env = planner::Map::new();
                     env.insert("PIP_INDEX_URL".into(), "secret://root/pip".into());
                     if tape.chance(50) {
                         env.insert("MODE".into(), tape.pick(&["fast", "safe"]).into());

@@ -581,7 +581,7 @@ pub async fn build_export(
     for p in pool_rows {
         let name = name_of(Kind::Pool, &p.id);
         object(Kind::Pool, &name, Some(&p.id), p.revision);
-        let mut owner_quota = BTreeMap::new();
+        let mut owner_quota = planner::Map::new();
         for q in quotas.remove(&p.id).unwrap_or_default() {
             object(
                 Kind::OwnerQuota,

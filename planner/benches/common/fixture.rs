@@ -2,13 +2,13 @@
 //! `scripts/bench` driver (`tools/bench`, which includes this file by path): a desired
 //! document, and the export of a fleet that differs from it in about one item in ten.
 
+use planner::Map;
 use planner::document::{
     Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate, Site,
     SiteKind, Warm,
 };
 use planner::fleet::Modules;
 use planner::{Document, Fleet};
-use std::collections::BTreeMap;
 
 /// Items per list of the maximal document.
 pub const N: usize = 1000;
@@ -31,7 +31,7 @@ pub fn document(n: usize, changed: bool) -> Document<'static> {
         .map(|i| ProviderAccount {
             name: format!("acct-{i}").into(),
             provider: "hetzner-cloud".into(),
-            config: BTreeMap::from([
+            config: Map::from([
                 ("token".into(), format!("secret://hetzner/{i}").into()),
                 (
                     "location".into(),
@@ -57,7 +57,7 @@ pub fn document(n: usize, changed: bool) -> Document<'static> {
                 policy: Some(Policy {
                     disruption_budget: if differs(i) { 0.2 } else { 0.1 },
                 }),
-                owner_quota: Some(BTreeMap::from([
+                owner_quota: Some(Map::from([
                     ("gpu".into(), if differs(i) { 4 } else { 8 }),
                     ("vcpu".into(), 128),
                     ("memory".into(), 512),
@@ -69,7 +69,7 @@ pub fn document(n: usize, changed: bool) -> Document<'static> {
                         .enumerate()
                         .map(|(k, tenant)| Offer {
                             tenant: (*tenant).into(),
-                            quota: BTreeMap::from([
+                            quota: Map::from([
                                 ("vcpu".into(), if differs(i) && k == 2 { 9 } else { 8 }),
                                 ("gpu".into(), 2),
                             ]),
@@ -96,7 +96,7 @@ pub fn document(n: usize, changed: bool) -> Document<'static> {
         pool: format!("pool-{i}").into(),
         flavor: "g1.small".into(),
         image_id: image.into(),
-        env: Some(BTreeMap::from([(
+        env: Some(Map::from([(
             "PIP_INDEX_URL".into(),
             "secret://root/pip".into(),
         )])),

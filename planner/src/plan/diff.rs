@@ -15,11 +15,11 @@ use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTem
 use crate::export::{Export, Kind, ObjectRef, Section};
 use crate::hash::{HashMap, HashSet};
 use crate::ids;
+use crate::map::Map as Entries;
 use crate::text::{Text, to_string_keys, to_strings};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 /// An id: borrowed from the export, or derived for an object this plan creates.
 type Id<'a> = Cow<'a, str>;
@@ -296,7 +296,7 @@ impl<'a> Planner<'a> {
         per_kind[Kind::Pool as usize] = pools.len();
         per_kind[Kind::OwnerQuota as usize] = pools
             .iter()
-            .map(|p| p.owner_quota.as_ref().map_or(0, BTreeMap::len))
+            .map(|p| p.owner_quota.as_ref().map_or(0, Entries::len))
             .sum();
         per_kind[Kind::Offer as usize] = pools.iter().map(|p| slice(&p.offers).len()).sum();
         per_kind[Kind::Flavor as usize] = slice(&doc.flavors).len();
@@ -968,11 +968,11 @@ impl<'a> Planner<'a> {
     fn owner_quota(
         &mut self,
         p: &Pool<'a>,
-        quota: &BTreeMap<Text<'a>, u64>,
+        quota: &Entries<Text<'a>, u64>,
         pool_id: &str,
         cur: Option<(&str, &Pool<'a>)>,
     ) {
-        let empty = BTreeMap::new();
+        let empty = Entries::new();
         let (cur_name, cur_quota) = match cur {
             Some((name, pool)) => (name, pool.owner_quota.as_ref().unwrap_or(&empty)),
             None => (p.name.as_str(), &empty),
@@ -1338,7 +1338,7 @@ impl<'a> Planner<'a> {
                         diff.differs("flavor", &cur.flavor, &t.flavor);
                     }
                     diff.field("imageId", &cur.image_id, &t.image_id);
-                    let empty = BTreeMap::new();
+                    let empty = Entries::new();
                     let (cur_env, env) = (
                         cur.env.as_ref().unwrap_or(&empty),
                         t.env.as_ref().unwrap_or(&empty),
