@@ -19,6 +19,7 @@ use crate::text::{Text, to_string_keys, to_strings};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 /// An id: borrowed from the export, or derived for an object this plan creates.
@@ -194,21 +195,56 @@ impl Diff {
     }
 }
 
+/// A plan name of a kind with a config list: its current item, its exported object, and the
+/// id this plan gives it when no object does (see [`Planner::index_ids`]). One entry answers
+/// [`Planner::existing`], [`Planner::resolve`] and [`Planner::object`] with one lookup.
+#[derive(Default)]
+struct Named<'a> {
+    /// Its index among the current items, when one has this name.
+    item: Option<usize>,
+    object: Option<&'a ObjectRef<'a>>,
+    /// Set only for a name no object's id answers: the two never disagree.
+    made: Option<Id<'a>>,
+}
+
 /// The current items of one kind (the export's config) by plan name, and which of them a
 /// document item matched: those are not pruned.
 struct Current<'a, T> {
     items: &'a [T],
-    by_name: HashMap<&'a str, usize>,
+    /// The names of the items and of the kind's exported objects.
+    by_name: HashMap<&'a str, Named<'a>>,
     /// For each item, the document name that matched it.
     matched: Vec<Option<&'a str>>,
 }
 
 impl<'a, T> Current<'a, T> {
-    fn new(items: &'a Option<Vec<T>>, name: fn(&T) -> &str) -> Self {
+    /// `objects`: the kind's exported objects, in export order.
+    fn new(items: &'a Option<Vec<T>>, objects: &[&'a ObjectRef<'a>], name: fn(&T) -> &str) -> Self {
         let items = slice(items);
-        let mut by_name = capacity(items.len());
+        let mut by_name: HashMap<&str, Named> = capacity(items.len().max(objects.len()));
+        // An export lists one object per item, both in name order: item i pairs with object
+        // i, and each name is hashed once. (A repeated name keeps its last item and its last
+        // object either way, as the map below would.)
+        let paired = items.len() == objects.len()
+            && items
+                .iter()
+                .zip(objects)
+                .all(|(item, o)| name(item) == o.name.as_str());
         for (i, item) in items.iter().enumerate() {
-            by_name.insert(name(item), i);
+            let object = paired.then(|| objects[i]);
+            by_name.insert(
+                name(item),
+                Named {
+                    item: Some(i),
+                    object,
+                    made: None,
+                },
+            );
+        }
+        if !paired {
+            for &o in objects {
+                by_name.entry(o.name.as_str()).or_default().object = Some(o);
+            }
         }
         Current {
             items,
@@ -244,12 +280,15 @@ struct Planner<'a> {
     ex: &'a Export<'a>,
     prune: bool,
     tenant: &'a str,
-    /// Exported objects of the kinds with ids, by kind and plan name.
-    objects: HashMap<(Kind, &'a str), &'a ObjectRef<'a>>,
     /// Owner quota entries and offers (most of an export, and looked up only to update or
     /// delete one), sorted by kind and plan name: no hashing of thousands of names.
     entries: Vec<&'a ObjectRef<'a>>,
-    by_id: HashMap<&'a str, &'a ObjectRef<'a>>,
+    /// Exported objects of the kinds with ids by id, built on the first reference that is no
+    /// name: most documents name everything by name.
+    by_id: OnceCell<HashMap<&'a str, &'a ObjectRef<'a>>>,
+    /// Bit `n` set when some object's id is `n` bytes long (bit 63: longer): a reference of
+    /// another length is no id, with no need for `by_id`.
+    id_lengths: u64,
     tenants: HashSet<&'a str>,
     /// Ids of other tenants' pools offered to this one: templates may use them, nothing else.
     offered: HashSet<&'a str>,
@@ -257,13 +296,12 @@ struct Planner<'a> {
     cur_accounts: Current<'a, ProviderAccount<'a>>,
     cur_pools: Current<'a, Pool<'a>>,
     cur_templates: Current<'a, SandboxTemplate<'a>>,
-    /// Existing flavors by (pool id, name).
-    cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor<'a>>,
-    /// Ids of the references the export's objects do not answer (see [`Self::resolve`]): the
-    /// document's new items, config items without an object, offered pools.
-    site_ids: HashMap<&'a str, Id<'a>>,
-    account_ids: HashMap<&'a str, Id<'a>>,
-    pool_ids: HashMap<&'a str, Id<'a>>,
+    /// Existing flavors (indexes into the config's) by (pool id, name).
+    cur_flavors: HashMap<(Id<'a>, &'a str), usize>,
+    /// The exported object of each existing flavor (the config's order).
+    flavor_objects: Vec<Option<&'a ObjectRef<'a>>>,
+    /// No two existing flavors have the same pool and name.
+    flavors_distinct: bool,
     /// Flavor<'a> ids by (pool id, flavor name): the document's, the export's, offered pools'.
     flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
     /// The changes, made kind after kind (`Kind` order), each kind's in the order they were
@@ -278,16 +316,45 @@ struct Planner<'a> {
     blocked_flavors: HashSet<(String, String)>,
 }
 
+/// The exported object of each existing flavor (`pool/name`), and whether no two flavors
+/// have the same pool and name. An export lists one object per flavor, both in name order:
+/// flavor i pairs with object i, with no name joined or hashed.
+fn pair_flavors<'a>(
+    flavors: &'a [Flavor<'a>],
+    objects: &[&'a ObjectRef<'a>],
+) -> (Vec<Option<&'a ObjectRef<'a>>>, bool) {
+    let is = |f: &Flavor, name: &str| {
+        name.strip_prefix(f.pool.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(f.name.as_str())
+    };
+    // Strictly increasing names: each names one object, as the map below would find it.
+    let paired = flavors.len() == objects.len()
+        && objects.is_sorted_by(|a, b| a.name < b.name)
+        && flavors.iter().zip(objects).all(|(f, o)| is(f, &o.name));
+    if paired {
+        return (objects.iter().copied().map(Some).collect(), true);
+    }
+    let by_name: HashMap<&str, &ObjectRef> =
+        objects.iter().map(|o| (o.name.as_str(), *o)).collect();
+    let found = flavors
+        .iter()
+        .map(|f| by_name.get(join(&f.pool, "/", &f.name).as_str()).copied())
+        .collect();
+    // Rare (an export built by hand): whether pairs repeat is left to the prune to check.
+    (found, false)
+}
+
+/// The bit of [`Planner::id_lengths`] for a text of `len` bytes.
+fn length_bit(len: usize) -> u64 {
+    1 << len.min(63)
+}
+
 impl<'a> Planner<'a> {
     fn new(doc: &'a Document<'a>, ex: &'a Export<'a>, options: PlanOptions) -> Self {
-        let with_ids = ex
-            .objects
-            .iter()
-            .filter(|o| !matches!(o.kind, Kind::OwnerQuota | Kind::Offer))
-            .count();
-        let mut objects = HashMap::with_capacity_and_hasher(with_ids, Default::default());
-        let mut by_id = HashMap::with_capacity_and_hasher(with_ids, Default::default());
-        let mut entries = Vec::with_capacity(ex.objects.len() - with_ids);
+        // The objects of each kind, in export order.
+        let mut of_kind: [Vec<&ObjectRef>; Kind::ALL.len()] = Default::default();
+        let mut id_lengths = 0;
         // Room for every change of a kind: the export's items plus the document's.
         let mut per_kind = [0usize; Kind::ALL.len()];
         let pools = slice(&doc.pools);
@@ -303,15 +370,15 @@ impl<'a> Planner<'a> {
         per_kind[Kind::SandboxTemplate as usize] = slice(&doc.sandbox_templates).len();
         for object in &ex.objects {
             per_kind[object.kind as usize] += 1;
-            if matches!(object.kind, Kind::OwnerQuota | Kind::Offer) {
-                entries.push(object);
-                continue;
-            }
-            objects.insert((object.kind, object.name.as_str()), object);
-            if let Some(id) = &object.id {
-                by_id.insert(id.as_str(), object);
+            of_kind[object.kind as usize].push(object);
+            if !matches!(object.kind, Kind::OwnerQuota | Kind::Offer)
+                && let Some(id) = &object.id
+            {
+                id_lengths |= length_bit(id.len());
             }
         }
+        let mut entries = std::mem::take(&mut of_kind[Kind::OwnerQuota as usize]);
+        entries.append(&mut of_kind[Kind::Offer as usize]);
         // Exports list objects in this order already: then this is one pass.
         let order =
             |a: &&ObjectRef<'a>, b: &&ObjectRef<'a>| (a.kind, &a.name).cmp(&(b.kind, &b.name));
@@ -319,25 +386,35 @@ impl<'a> Planner<'a> {
             entries.sort_by(order);
         }
         let config = &ex.config;
+        let flavors = slice(&config.flavors);
+        let (flavor_objects, flavors_distinct) =
+            pair_flavors(flavors, &of_kind[Kind::Flavor as usize]);
         let mut planner = Planner {
             doc,
             ex,
             prune: options.prune,
             tenant: &ex.tenant_id,
-            objects,
             entries,
-            by_id,
+            by_id: OnceCell::new(),
+            id_lengths,
             tenants: ex.tenants.iter().map(Text::as_str).collect(),
             offered: ex.offered_pools.iter().map(|p| p.id.as_str()).collect(),
-            cur_sites: Current::new(&config.sites, |s| &s.name),
-            cur_accounts: Current::new(&config.provider_accounts, |a| &a.name),
-            cur_pools: Current::new(&config.pools, |p| &p.name),
-            cur_templates: Current::new(&config.sandbox_templates, |t| &t.name),
-            cur_flavors: capacity(slice(&config.flavors).len()),
-            site_ids: capacity(slice(&doc.sites).len()),
-            account_ids: capacity(slice(&doc.provider_accounts).len()),
-            pool_ids: capacity(slice(&doc.pools).len() + ex.offered_pools.len()),
-            flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
+            cur_sites: Current::new(&config.sites, &of_kind[Kind::Site as usize], |s| &s.name),
+            cur_accounts: Current::new(
+                &config.provider_accounts,
+                &of_kind[Kind::ProviderAccount as usize],
+                |a| &a.name,
+            ),
+            cur_pools: Current::new(&config.pools, &of_kind[Kind::Pool as usize], |p| &p.name),
+            cur_templates: Current::new(
+                &config.sandbox_templates,
+                &of_kind[Kind::SandboxTemplate as usize],
+                |t| &t.name,
+            ),
+            cur_flavors: capacity(flavors.len()),
+            flavor_objects,
+            flavors_distinct,
+            flavor_ids: capacity(flavors.len() + slice(&doc.flavors).len()),
             changes: Vec::with_capacity(per_kind.iter().sum()),
             calls: Vec::new(),
             blocked_pools: HashSet::default(),
@@ -345,6 +422,47 @@ impl<'a> Planner<'a> {
         };
         planner.index_ids();
         planner
+    }
+
+    /// The names of a kind that references name: sites, provider accounts, pools.
+    fn names(&self, kind: Kind) -> &HashMap<&'a str, Named<'a>> {
+        match kind {
+            Kind::Site => &self.cur_sites.by_name,
+            Kind::ProviderAccount => &self.cur_accounts.by_name,
+            Kind::Pool => &self.cur_pools.by_name,
+            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
+        }
+    }
+
+    /// Gives the name `name` of `kind` the id `id` (see [`Self::index_ids`]).
+    fn make(&mut self, kind: Kind, name: &'a str, id: Id<'a>) {
+        let names = match kind {
+            Kind::Site => &mut self.cur_sites.by_name,
+            Kind::ProviderAccount => &mut self.cur_accounts.by_name,
+            Kind::Pool => &mut self.cur_pools.by_name,
+            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
+        };
+        names.entry(name).or_default().made = Some(id);
+    }
+
+    /// The exported object of `kind` (one with an id) whose id is `id`.
+    fn by_id(&self, kind: Kind, id: &str) -> Option<&'a ObjectRef<'a>> {
+        if self.id_lengths & length_bit(id.len()) == 0 {
+            return None;
+        }
+        let by_id = self.by_id.get_or_init(|| {
+            let mut by_id = HashMap::default();
+            for object in &self.ex.objects {
+                if let (false, Some(id)) = (
+                    matches!(object.kind, Kind::OwnerQuota | Kind::Offer),
+                    &object.id,
+                ) {
+                    by_id.insert(id.as_str(), object);
+                }
+            }
+            by_id
+        });
+        by_id.get(id).copied().filter(|o| o.kind == kind)
     }
 
     /// Fills the reference maps with what the export's objects do not answer: config names
@@ -355,25 +473,25 @@ impl<'a> Planner<'a> {
         for s in slice(&ex.config.sites) {
             if self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.existing_id(Kind::Site, &s.name);
-                self.site_ids.insert(&s.name, id);
+                self.make(Kind::Site, &s.name, id);
             }
         }
         for a in slice(&ex.config.provider_accounts) {
             if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
                 let id = self.existing_id(Kind::ProviderAccount, &a.name);
-                self.account_ids.insert(&a.name, id);
+                self.make(Kind::ProviderAccount, &a.name, id);
             }
         }
         for p in slice(&ex.config.pools) {
             if self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.existing_id(Kind::Pool, &p.name);
-                self.pool_ids.insert(&p.name, id);
+                self.make(Kind::Pool, &p.name, id);
             }
         }
         for s in slice(&doc.sites) {
             if self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.id_of(Kind::Site, &s.name);
-                self.site_ids.insert(&s.name, id);
+                self.make(Kind::Site, &s.name, id);
             }
         }
         // Items of a kind the deployment does not serve will not exist: references to them
@@ -382,14 +500,14 @@ impl<'a> Planner<'a> {
             for a in slice(&doc.provider_accounts) {
                 if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
                     let id = self.id_of(Kind::ProviderAccount, &a.name);
-                    self.account_ids.insert(&a.name, id);
+                    self.make(Kind::ProviderAccount, &a.name, id);
                 }
             }
         }
         for p in slice(&doc.pools) {
             if self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.id_of(Kind::Pool, &p.name);
-                self.pool_ids.insert(&p.name, id);
+                self.make(Kind::Pool, &p.name, id);
             }
         }
         // After the document's pools: a pool the document names like an offered pool's id is
@@ -397,8 +515,7 @@ impl<'a> Planner<'a> {
         // exists, the export's), not the offered one.
         for offered in &ex.offered_pools {
             if self.resolve(Kind::Pool, &offered.id).is_none() {
-                self.pool_ids
-                    .insert(&offered.id, Cow::Borrowed(offered.id.as_str()));
+                self.make(Kind::Pool, &offered.id, Cow::Borrowed(offered.id.as_str()));
             }
             for f in &offered.flavors {
                 self.flavor_ids.insert(
@@ -407,12 +524,12 @@ impl<'a> Planner<'a> {
                 );
             }
         }
-        for f in slice(&ex.config.flavors) {
+        for (i, f) in slice(&ex.config.flavors).iter().enumerate() {
             let pool = self.resolve(Kind::Pool, &f.pool);
             let pool = pool.unwrap_or(Cow::Borrowed(&f.pool));
-            let id = self.existing_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
+            let id = self.flavor_id(i);
             self.flavor_ids.insert((pool.clone(), &f.name), id);
-            self.cur_flavors.insert((pool, &f.name), f);
+            self.cur_flavors.insert((pool, &f.name), i);
         }
         let doc_flavors = match self.missing(Section::Flavors) {
             true => &[][..],
@@ -445,32 +562,60 @@ impl<'a> Planner<'a> {
             Kind::SandboxTemplate => &self.cur_templates.by_name,
             _ => return None,
         };
-        if let Some(&i) = by_name.get(name) {
+        if let Some(i) = by_name.get(name).and_then(|n| n.item) {
             return Some((i, name));
         }
-        let object = self.by_id.get(name).filter(|o| o.kind == kind)?;
-        let name = object.name.as_str();
-        by_name.get(name).map(|&i| (i, name))
+        let name = self.by_id(kind, name)?.name.as_str();
+        by_name.get(name).and_then(|n| n.item).map(|i| (i, name))
     }
 
-    /// The exported object of `kind` named `export_name`.
+    /// The exported object of `kind` named `export_name` (a flavor's is found by its config
+    /// item: [`Self::flavor_objects`]).
     fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
-        match kind {
-            Kind::OwnerQuota | Kind::Offer => self
-                .entries
-                .binary_search_by(|o| (o.kind, o.name.as_str()).cmp(&(kind, export_name)))
-                .ok()
-                .map(|i| self.entries[i]),
-            _ => self.objects.get(&(kind, export_name)).copied(),
-        }
+        let by_name = match kind {
+            Kind::OwnerQuota | Kind::Offer => {
+                return self
+                    .entries
+                    .binary_search_by(|o| (o.kind, o.name.as_str()).cmp(&(kind, export_name)))
+                    .ok()
+                    .map(|i| self.entries[i]);
+            }
+            Kind::Flavor => unreachable!("a flavor's object is found by its config item"),
+            Kind::Site => &self.cur_sites.by_name,
+            Kind::ProviderAccount => &self.cur_accounts.by_name,
+            Kind::Pool => &self.cur_pools.by_name,
+            Kind::SandboxTemplate => &self.cur_templates.by_name,
+        };
+        by_name.get(export_name).and_then(|n| n.object)
     }
 
     /// The id of an existing item by its export name.
     fn existing_id(&self, kind: Kind, export_name: &str) -> Id<'a> {
-        match self.object(kind, export_name).and_then(|o| o.id.as_deref()) {
+        self.id_or_derived(kind, self.object(kind, export_name), export_name)
+    }
+
+    /// The id of `object`, the existing item named `export_name`.
+    fn id_or_derived(
+        &self,
+        kind: Kind,
+        object: Option<&'a ObjectRef<'a>>,
+        export_name: &str,
+    ) -> Id<'a> {
+        match object.and_then(|o| o.id.as_deref()) {
             Some(id) => Cow::Borrowed(id),
             // An export without the object's id: the id it would have if fleet created it.
             None => Cow::Owned(self.derived_id(kind, export_name)),
+        }
+    }
+
+    /// The id of the existing flavor `i` (the config's order).
+    fn flavor_id(&self, i: usize) -> Id<'a> {
+        match self.flavor_objects[i].and_then(|o| o.id.as_deref()) {
+            Some(id) => Cow::Borrowed(id),
+            None => {
+                let f = &slice(&self.ex.config.flavors)[i];
+                Cow::Owned(self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name)))
+            }
         }
     }
 
@@ -496,8 +641,8 @@ impl<'a> Planner<'a> {
 
     /// The note of an exported object another tenant's object uses (see
     /// [`crate::export::ObjectRef::used_by`]): it cannot go while that stays.
-    fn used_elsewhere(&self, kind: Kind, export_name: &str) -> Option<String> {
-        let user = self.object(kind, export_name)?.used_by.as_ref()?;
+    fn used_elsewhere(&self, kind: Kind, object: Option<&'a ObjectRef<'a>>) -> Option<String> {
+        let user = object?.used_by.as_ref()?;
         Some(format!("{} is used by {}", kind.noun(), user.describe()))
     }
 
@@ -508,19 +653,14 @@ impl<'a> Planner<'a> {
     /// The id a reference (a plan name or an id) of `kind` names: one the reference maps hold,
     /// else an exported object's, by its plan name or by its id.
     fn resolve(&self, kind: Kind, reference: &str) -> Option<Id<'a>> {
-        let made = match kind {
-            Kind::Site => &self.site_ids,
-            Kind::ProviderAccount => &self.account_ids,
-            Kind::Pool => &self.pool_ids,
-            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
-        };
-        if let Some(id) = made.get(reference) {
-            return Some(id.clone());
+        if let Some(named) = self.names(kind).get(reference) {
+            let id = named.object.and_then(|o| o.id.as_deref());
+            if let Some(id) = id.map(Cow::Borrowed).or_else(|| named.made.clone()) {
+                return Some(id);
+            }
         }
-        let id = |o: &&'a ObjectRef<'a>| o.id.as_deref();
-        let by_name = self.objects.get(&(kind, reference)).and_then(id);
-        let by_id = || self.by_id.get(reference).filter(|o| o.kind == kind);
-        by_name.or_else(|| by_id().and_then(id)).map(Cow::Borrowed)
+        let id = self.by_id(kind, reference)?.id.as_deref()?;
+        Some(Cow::Borrowed(id))
     }
 
     /// True when two references name the same object (`fra` and `site_01…` may).
@@ -658,14 +798,14 @@ impl<'a> Planner<'a> {
     fn prune_delete(
         &mut self,
         kind: Kind,
-        export_name: String,
+        (export_name, object): (String, Option<&'a ObjectRef<'a>>),
         note: Option<String>,
         (step, call): (u8, fn(Delete) -> Call),
     ) {
         let delete = Delete {
             tenant_id: self.tenant.to_owned(),
-            id: self.existing_id(kind, &export_name).into_owned(),
-            if_revision: self.revision(kind, &export_name).unwrap_or(0),
+            id: self.id_or_derived(kind, object, &export_name).into_owned(),
+            if_revision: object.map_or(0, |o| o.revision),
         };
         let notes = note.into_iter().collect();
         let call = Some((step, call(delete)));
@@ -758,13 +898,14 @@ impl<'a> Planner<'a> {
                 Some((id, p.name.as_str()))
             }));
             for cur in self.cur_accounts.unmatched() {
-                let id = self.existing_id(Kind::ProviderAccount, &cur.name);
+                let object = self.object(Kind::ProviderAccount, &cur.name);
+                let id = self.id_or_derived(Kind::ProviderAccount, object, &cur.name);
                 let note = users
                     .get(&*id)
                     .map(|pool| format!("provider account is used by pool \"{pool}\""));
                 self.prune_delete(
                     Kind::ProviderAccount,
-                    cur.name.to_string(),
+                    (cur.name.to_string(), object),
                     note,
                     (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
                 );
@@ -820,14 +961,15 @@ impl<'a> Planner<'a> {
         });
         let users = first_users(flavor_uses.chain(template_uses));
         for cur in self.cur_pools.unmatched() {
-            let id = self.existing_id(Kind::Pool, &cur.name);
+            let object = self.object(Kind::Pool, &cur.name);
+            let id = self.id_or_derived(Kind::Pool, object, &cur.name);
             let note = users
                 .get(&*id)
                 .map(PoolUser::note)
-                .or_else(|| self.used_elsewhere(Kind::Pool, &cur.name));
+                .or_else(|| self.used_elsewhere(Kind::Pool, object));
             self.prune_delete(
                 Kind::Pool,
-                cur.name.to_string(),
+                (cur.name.to_string(), object),
                 note,
                 (step::POOL_ARCHIVE, Call::PoolArchive),
             );
@@ -889,12 +1031,11 @@ impl<'a> Planner<'a> {
                 // the same name, if any): a pool that has that id as its name (allowed while
                 // the archived one was gone) would make one reference mean both, and the
                 // server refuses the create.
+                let named = self.cur_pools.by_name.get(&*pool_id);
                 if let Cow::Owned(id) = &pool_id
-                    && (self.cur_pools.by_name.contains_key(id.as_str())
-                        || self
-                            .pool_ids
-                            .get(id.as_str())
-                            .is_some_and(|other| other != id))
+                    && named.is_some_and(|n| {
+                        n.item.is_some() || n.made.as_ref().is_some_and(|other| other != id)
+                    })
                 {
                     notes.push(format!(
                         "its create would give it the id {id}, which pool \"{id}\" has as its name"
@@ -1104,7 +1245,7 @@ impl<'a> Planner<'a> {
                 let revision = self.revision(Kind::Offer, &export_name);
                 // The tenant's templates on the pool would lose it.
                 let notes: Vec<String> = self
-                    .used_elsewhere(Kind::Offer, &export_name)
+                    .used_elsewhere(Kind::Offer, self.object(Kind::Offer, &export_name))
                     .into_iter()
                     .collect();
                 let call = Call::PoolUnoffer(PoolUnoffer {
@@ -1129,7 +1270,8 @@ impl<'a> Planner<'a> {
 
     fn flavors(&mut self) {
         let missing = self.missing(Section::Flavors);
-        let mut matched: HashSet<(&str, &str)> = HashSet::default();
+        // Which existing flavors a document flavor matched, by config index.
+        let mut matched = vec![false; self.flavor_objects.len()];
         // Each (pool id, flavor name) the document lists, by a hash of the pair, with the index
         // of the flavor that listed it first: a pool named by name and by id would otherwise get
         // the flavor twice. (A hash, not the pair: a derived pool id is owned, and cloning it per
@@ -1208,9 +1350,9 @@ impl<'a> Planner<'a> {
                             .insert((pool.into_owned(), f.name.to_string()));
                     }
                 }
-                Some(cur) => {
-                    matched.insert((cur.pool.as_str(), cur.name.as_str()));
-                    let cur_name = join(&cur.pool, "/", &cur.name);
+                Some(i) => {
+                    let cur = &slice(&self.ex.config.flavors)[i];
+                    matched[i] = true;
                     let mut diff = Diff::default();
                     diff.field("vcpu", &cur.vcpu, &f.vcpu);
                     diff.field("memoryGiB", &cur.memory_gib, &f.memory_gib);
@@ -1220,8 +1362,8 @@ impl<'a> Planner<'a> {
                     let call = (!diff.is_empty()).then(|| {
                         Call::FlavorUpdate(FlavorUpdate {
                             tenant_id: self.tenant.to_owned(),
-                            id: self.existing_id(Kind::Flavor, &cur_name).into_owned(),
-                            if_revision: self.revision(Kind::Flavor, &cur_name).unwrap_or(0),
+                            id: self.flavor_id(i).into_owned(),
+                            if_revision: self.flavor_objects[i].map_or(0, |o| o.revision),
                             vcpu: f.vcpu,
                             memory_gib: f.memory_gib,
                             disk_gib: f.disk_gib,
@@ -1244,19 +1386,34 @@ impl<'a> Planner<'a> {
                 let pool = self.resolve(Kind::Pool, &t.pool)?;
                 Some(((pool, t.flavor.as_str()), t.name.as_str()))
             }));
-            for cur in slice(&self.ex.config.flavors) {
-                if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
+            let current = slice(&self.ex.config.flavors);
+            if !self.flavors_distinct {
+                // Items of the same pool and name match together.
+                let pair = |f: &'a Flavor<'a>| (f.pool.as_str(), f.name.as_str());
+                let pairs: HashSet<_> = current
+                    .iter()
+                    .zip(&matched)
+                    .filter(|&(_, &m)| m)
+                    .map(|(f, _)| pair(f))
+                    .collect();
+                for (f, m) in current.iter().zip(&mut matched) {
+                    *m = pairs.contains(&pair(f));
+                }
+            }
+            for (i, cur) in current.iter().enumerate() {
+                if matched[i] {
                     continue;
                 }
                 let name = join(&cur.pool, "/", &cur.name);
+                let object = self.flavor_objects[i];
                 let note = self
                     .resolve(Kind::Pool, &cur.pool)
                     .and_then(|pool| users.get(&(pool, cur.name.as_str())))
                     .map(|user| format!("flavor is used by sandbox template \"{user}\""))
-                    .or_else(|| self.used_elsewhere(Kind::Flavor, &name));
+                    .or_else(|| self.used_elsewhere(Kind::Flavor, object));
                 self.prune_delete(
                     Kind::Flavor,
-                    name,
+                    (name, object),
                     note,
                     (step::FLAVOR_DELETE, Call::FlavorDelete),
                 );
@@ -1378,9 +1535,10 @@ impl<'a> Planner<'a> {
         }
         if self.prune && self.doc.sandbox_templates.is_some() {
             for cur in self.cur_templates.unmatched() {
+                let object = self.object(Kind::SandboxTemplate, &cur.name);
                 self.prune_delete(
                     Kind::SandboxTemplate,
-                    cur.name.to_string(),
+                    (cur.name.to_string(), object),
                     None,
                     (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
                 );
