@@ -282,7 +282,7 @@ struct Planner<'a> {
     tenant: &'a str,
     /// Owner quota entries and offers (most of an export, and looked up only to update or
     /// delete one), sorted by kind and plan name: no hashing of thousands of names.
-    entries: Vec<&'a ObjectRef<'a>>,
+    entries: Vec<Entry<'a>>,
     /// Exported objects of the kinds with ids by id, built on the first reference that is no
     /// name: most documents name everything by name.
     by_id: OnceCell<HashMap<&'a str, &'a ObjectRef<'a>>>,
@@ -345,6 +345,39 @@ fn pair_flavors<'a>(
     (found, false)
 }
 
+/// An owner quota entry or offer of the export, for a binary search by kind and name. The
+/// names lie all over memory: their first 16 bytes, as a number, decide most comparisons
+/// without reading them (a search read a dozen of them, a cache miss each).
+struct Entry<'a> {
+    kind: Kind,
+    prefix: u128,
+    name: &'a str,
+    /// `None` only in the key searched for.
+    object: Option<&'a ObjectRef<'a>>,
+}
+
+impl<'a> Entry<'a> {
+    fn new(kind: Kind, name: &'a str, object: Option<&'a ObjectRef<'a>>) -> Self {
+        // A shorter name pads with zeros: equal prefixes leave the order to the names.
+        let mut bytes = [0u8; 16];
+        let n = name.len().min(16);
+        bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
+        Entry {
+            kind,
+            prefix: u128::from_be_bytes(bytes),
+            name,
+            object,
+        }
+    }
+
+    /// The order of (kind, name).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.kind, self.prefix)
+            .cmp(&(other.kind, other.prefix))
+            .then_with(|| self.name.cmp(other.name))
+    }
+}
+
 /// The bit of [`Planner::id_lengths`] for a text of `len` bytes.
 fn length_bit(len: usize) -> u64 {
     1 << len.min(63)
@@ -377,13 +410,14 @@ impl<'a> Planner<'a> {
                 id_lengths |= length_bit(id.len());
             }
         }
-        let mut entries = std::mem::take(&mut of_kind[Kind::OwnerQuota as usize]);
-        entries.append(&mut of_kind[Kind::Offer as usize]);
+        let mut entries: Vec<Entry> = [Kind::OwnerQuota, Kind::Offer]
+            .iter()
+            .flat_map(|&kind| &of_kind[kind as usize])
+            .map(|&object| Entry::new(object.kind, &object.name, Some(object)))
+            .collect();
         // Exports list objects in this order already: then this is one pass.
-        let order =
-            |a: &&ObjectRef<'a>, b: &&ObjectRef<'a>| (a.kind, &a.name).cmp(&(b.kind, &b.name));
-        if !entries.is_sorted_by(|a, b| order(a, b).is_le()) {
-            entries.sort_by(order);
+        if !entries.is_sorted_by(|a, b| a.cmp(b).is_le()) {
+            entries.sort_by(Entry::cmp);
         }
         let config = &ex.config;
         let flavors = slice(&config.flavors);
@@ -574,11 +608,12 @@ impl<'a> Planner<'a> {
     fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
         let by_name = match kind {
             Kind::OwnerQuota | Kind::Offer => {
+                let wanted = Entry::new(kind, export_name, None);
                 return self
                     .entries
-                    .binary_search_by(|o| (o.kind, o.name.as_str()).cmp(&(kind, export_name)))
+                    .binary_search_by(|e| e.cmp(&wanted))
                     .ok()
-                    .map(|i| self.entries[i]);
+                    .and_then(|i| self.entries[i].object);
             }
             Kind::Flavor => unreachable!("a flavor's object is found by its config item"),
             Kind::Site => &self.cur_sites.by_name,
@@ -754,9 +789,9 @@ impl<'a> Planner<'a> {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Site, &s.name)),
                         kind: s.kind,
-                        region: s.region.to_string(),
+                        region: s.region.as_str().to_owned(),
                     });
-                    let name = s.name.to_string();
+                    let name = s.name.as_str().to_owned();
                     self.record(
                         Kind::Site,
                         name,
@@ -773,7 +808,13 @@ impl<'a> Planner<'a> {
                     let mut diff = Diff::default();
                     diff.fixed("kind", &cur.kind, &s.kind);
                     diff.fixed("region", &cur.region, &s.region);
-                    self.update_or_unchanged(Kind::Site, s.name.to_string(), diff, notes, None);
+                    self.update_or_unchanged(
+                        Kind::Site,
+                        s.name.as_str().to_owned(),
+                        diff,
+                        notes,
+                        None,
+                    );
                 }
             }
         }
@@ -782,7 +823,7 @@ impl<'a> Planner<'a> {
                 let note = "sites are never deleted".to_owned();
                 self.record(
                     Kind::Site,
-                    cur.name.to_string(),
+                    cur.name.as_str().to_owned(),
                     Action::Delete,
                     None,
                     vec![note],
@@ -844,14 +885,14 @@ impl<'a> Planner<'a> {
                         let call = Call::ProviderAccountCreate(ProviderAccountCreate {
                             tenant_id: self.tenant.to_owned(),
                             idempotency_key: Some(self.key(Kind::ProviderAccount, &a.name)),
-                            name: a.name.to_string(),
-                            provider: a.provider.to_string(),
+                            name: a.name.as_str().to_owned(),
+                            provider: a.provider.as_str().to_owned(),
                             config: to_strings(&a.config),
                         });
                         let step = step::PROVIDER_ACCOUNT_WRITE;
                         self.record(
                             Kind::ProviderAccount,
-                            a.name.to_string(),
+                            a.name.as_str().to_owned(),
                             Action::Create,
                             None,
                             notes,
@@ -881,7 +922,7 @@ impl<'a> Planner<'a> {
                         let call = call.map(|call| (step::PROVIDER_ACCOUNT_WRITE, call));
                         self.update_or_unchanged(
                             Kind::ProviderAccount,
-                            a.name.to_string(),
+                            a.name.as_str().to_owned(),
                             diff,
                             notes,
                             call,
@@ -905,7 +946,7 @@ impl<'a> Planner<'a> {
                     .map(|pool| format!("provider account is used by pool \"{pool}\""));
                 self.prune_delete(
                     Kind::ProviderAccount,
-                    (cur.name.to_string(), object),
+                    (cur.name.as_str().to_owned(), object),
                     note,
                     (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
                 );
@@ -969,7 +1010,7 @@ impl<'a> Planner<'a> {
                 .or_else(|| self.used_elsewhere(Kind::Pool, object));
             self.prune_delete(
                 Kind::Pool,
-                (cur.name.to_string(), object),
+                (cur.name.as_str().to_owned(), object),
                 note,
                 (step::POOL_ARCHIVE, Call::PoolArchive),
             );
@@ -1044,7 +1085,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolCreate(PoolCreate {
                     tenant_id: self.tenant.to_owned(),
                     idempotency_key: Some(self.key(Kind::Pool, &p.name)),
-                    site_id: site_id.map_or_else(|| p.site.to_string(), Cow::into_owned),
+                    site_id: site_id.map_or_else(|| p.site.as_str().to_owned(), Cow::into_owned),
                     class: p.class,
                     gpu_model: p.gpu_model.as_deref().map(str::to_owned),
                     provider_account_id: account_id.map(Cow::into_owned),
@@ -1052,7 +1093,7 @@ impl<'a> Planner<'a> {
                 });
                 self.record(
                     Kind::Pool,
-                    p.name.to_string(),
+                    p.name.as_str().to_owned(),
                     Action::Create,
                     None,
                     notes,
@@ -1099,7 +1140,7 @@ impl<'a> Planner<'a> {
                     })
                 });
                 let call = call.map(|call| (step::POOL_UPDATE_QUOTA, call));
-                self.update_or_unchanged(Kind::Pool, p.name.to_string(), diff, notes, call);
+                self.update_or_unchanged(Kind::Pool, p.name.as_str().to_owned(), diff, notes, call);
                 Some((existing, cur))
             }
         };
@@ -1211,7 +1252,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolOffer(PoolOffer {
                     tenant_id: planner.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
-                    tenant: o.tenant.to_string(),
+                    tenant: o.tenant.as_str().to_owned(),
                     quota: to_string_keys(&o.quota),
                     priority: o.priority,
                     if_revision: revision,
@@ -1251,7 +1292,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolUnoffer(PoolUnoffer {
                     tenant_id: self.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
-                    tenant: o.tenant.to_string(),
+                    tenant: o.tenant.as_str().to_owned(),
                     if_revision: revision.unwrap_or(0),
                 });
                 let call = Some((step::UNOFFER, call));
@@ -1334,8 +1375,9 @@ impl<'a> Planner<'a> {
                     let call = Call::FlavorCreate(FlavorCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Flavor, &name)),
-                        pool_id: pool_id.map_or_else(|| f.pool.to_string(), Cow::into_owned),
-                        name: f.name.to_string(),
+                        pool_id: pool_id
+                            .map_or_else(|| f.pool.as_str().to_owned(), Cow::into_owned),
+                        name: f.name.as_str().to_owned(),
                         vcpu: f.vcpu,
                         memory_gib: f.memory_gib,
                         disk_gib: f.disk_gib,
@@ -1347,7 +1389,7 @@ impl<'a> Planner<'a> {
                         && let Some(pool) = self.resolve(Kind::Pool, &f.pool)
                     {
                         self.blocked_flavors
-                            .insert((pool.into_owned(), f.name.to_string()));
+                            .insert((pool.into_owned(), f.name.as_str().to_owned()));
                     }
                 }
                 Some(i) => {
@@ -1446,21 +1488,23 @@ impl<'a> Planner<'a> {
                     && !self.blocked_flavors.is_empty()
                     && self
                         .blocked_flavors
-                        .contains(&(pool.to_string(), t.flavor.to_string()))
+                        .contains(&(pool.to_string(), t.flavor.as_str().to_owned()))
                 {
                     notes.push(format!("flavor \"{}/{}\" is blocked", t.pool, t.flavor));
                 }
             }
-            let flavor_id = flavor_id.map_or_else(|| t.flavor.to_string(), Cow::into_owned);
+            // Owned only by a call: most templates are unchanged.
+            let flavor_id = flavor_id.unwrap_or(Cow::Borrowed(&t.flavor));
             match self.existing(Kind::SandboxTemplate, &t.name) {
                 None => {
                     let call = Call::SandboxTemplateCreate(SandboxTemplateCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::SandboxTemplate, &t.name)),
-                        name: t.name.to_string(),
-                        pool_id: pool_id.map_or_else(|| t.pool.to_string(), Cow::into_owned),
-                        flavor_id,
-                        image_id: t.image_id.to_string(),
+                        name: t.name.as_str().to_owned(),
+                        pool_id: pool_id
+                            .map_or_else(|| t.pool.as_str().to_owned(), Cow::into_owned),
+                        flavor_id: flavor_id.into_owned(),
+                        image_id: t.image_id.as_str().to_owned(),
                         env: t.env.as_ref().map(to_strings),
                         network: t.network,
                         warm: t.warm,
@@ -1468,7 +1512,7 @@ impl<'a> Planner<'a> {
                     let call = Some((step::TEMPLATE_WRITE, call));
                     self.record(
                         Kind::SandboxTemplate,
-                        t.name.to_string(),
+                        t.name.as_str().to_owned(),
                         Action::Create,
                         None,
                         notes,
@@ -1515,8 +1559,8 @@ impl<'a> Planner<'a> {
                             if_revision: self
                                 .revision(Kind::SandboxTemplate, existing)
                                 .unwrap_or(0),
-                            flavor_id,
-                            image_id: t.image_id.to_string(),
+                            flavor_id: flavor_id.into_owned(),
+                            image_id: t.image_id.as_str().to_owned(),
                             env: t.env.as_ref().map(to_strings),
                             network: t.network,
                             warm: t.warm,
@@ -1525,7 +1569,7 @@ impl<'a> Planner<'a> {
                     let call = call.map(|call| (step::TEMPLATE_WRITE, call));
                     self.update_or_unchanged(
                         Kind::SandboxTemplate,
-                        t.name.to_string(),
+                        t.name.as_str().to_owned(),
                         diff,
                         notes,
                         call,
@@ -1538,7 +1582,7 @@ impl<'a> Planner<'a> {
                 let object = self.object(Kind::SandboxTemplate, &cur.name);
                 self.prune_delete(
                     Kind::SandboxTemplate,
-                    (cur.name.to_string(), object),
+                    (cur.name.as_str().to_owned(), object),
                     None,
                     (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
                 );
