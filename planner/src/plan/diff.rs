@@ -5,12 +5,13 @@
 //! plan name), or an exported object by its id. An item the document creates is named in later
 //! calls by its deterministic id, so the calls of one plan chain without a round trip.
 
-use super::{Action, Change, Plan, PlanOptions, Summary, plan_hash};
+use super::{Action, Change, Plan, PlanOptions, Summary};
 use crate::calls::{
     Call, Delete, FlavorCreate, FlavorUpdate, PoolCreate, PoolOffer, PoolSetOwnerQuota,
     PoolUnoffer, PoolUpdate, ProviderAccountCreate, ProviderAccountUpdate, SandboxTemplateCreate,
     SandboxTemplateUpdate, SiteCreate,
 };
+use crate::canonical::PlanHash;
 use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTemplate, Site};
 use crate::export::{Export, Kind, ObjectRef, Section};
 use crate::hash::{HashMap, HashSet};
@@ -1618,7 +1619,7 @@ impl<'a> Planner<'a> {
             summary.blocked |= change.blocked;
         }
         Plan {
-            plan_hash: plan_hash(&calls),
+            plan_hash: PlanHash::of_calls(&calls),
             changes,
             calls,
             summary,
