@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::collections::hash_map;
 
 /// An id: borrowed from the export, or derived for an object this plan creates.
 type Id<'a> = Cow<'a, str>;
@@ -297,14 +298,12 @@ struct Planner<'a> {
     cur_accounts: Current<'a, ProviderAccount<'a>>,
     cur_pools: Current<'a, Pool<'a>>,
     cur_templates: Current<'a, SandboxTemplate<'a>>,
-    /// Existing flavors (indexes into the config's) by (pool id, name).
-    cur_flavors: HashMap<(Id<'a>, &'a str), usize>,
     /// The exported object of each existing flavor (the config's order).
     flavor_objects: Vec<Option<&'a ObjectRef<'a>>>,
     /// No two existing flavors have the same pool and name.
     flavors_distinct: bool,
-    /// Flavor<'a> ids by (pool id, flavor name): the document's, the export's, offered pools'.
-    flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
+    /// Flavors by (pool id, flavor name): the document's, the export's, offered pools'.
+    flavor_ids: HashMap<(Id<'a>, &'a str), FlavorId<'a>>,
     /// The changes, made kind after kind (`Kind` order), each kind's in the order they were
     /// made: mostly sorted already, so the final order costs a check per kind instead of a
     /// sort, and no change is moved again.
@@ -379,6 +378,12 @@ impl<'a> Entry<'a> {
     }
 }
 
+/// A flavor's id, and its index among the existing flavors when it exists.
+struct FlavorId<'a> {
+    id: Id<'a>,
+    current: Option<usize>,
+}
+
 /// The bit of [`Planner::id_lengths`] for a text of `len` bytes.
 fn length_bit(len: usize) -> u64 {
     1 << len.min(63)
@@ -446,7 +451,6 @@ impl<'a> Planner<'a> {
                 &of_kind[Kind::SandboxTemplate as usize],
                 |t| &t.name,
             ),
-            cur_flavors: capacity(flavors.len()),
             flavor_objects,
             flavors_distinct,
             flavor_ids: capacity(flavors.len() + slice(&doc.flavors).len()),
@@ -553,18 +557,22 @@ impl<'a> Planner<'a> {
                 self.make(Kind::Pool, &offered.id, Cow::Borrowed(offered.id.as_str()));
             }
             for f in &offered.flavors {
-                self.flavor_ids.insert(
-                    (Cow::Borrowed(offered.id.as_str()), f.name.as_str()),
-                    Cow::Borrowed(f.id.as_str()),
-                );
+                let id = FlavorId {
+                    id: Cow::Borrowed(f.id.as_str()),
+                    current: None,
+                };
+                let key = (Cow::Borrowed(offered.id.as_str()), f.name.as_str());
+                self.flavor_ids.insert(key, id);
             }
         }
         for (i, f) in slice(&ex.config.flavors).iter().enumerate() {
             let pool = self.resolve(Kind::Pool, &f.pool);
             let pool = pool.unwrap_or(Cow::Borrowed(&f.pool));
-            let id = self.flavor_id(i);
-            self.flavor_ids.insert((pool.clone(), &f.name), id);
-            self.cur_flavors.insert((pool, &f.name), i);
+            let id = FlavorId {
+                id: self.flavor_id(i),
+                current: Some(i),
+            };
+            self.flavor_ids.insert((pool, &f.name), id);
         }
         let doc_flavors = match self.missing(Section::Flavors) {
             true => &[][..],
@@ -575,14 +583,20 @@ impl<'a> Planner<'a> {
                 continue;
             };
             // An existing flavor's id is in already, under this very key (the loop above).
-            if self
-                .cur_flavors
-                .contains_key(&(pool.clone(), f.name.as_str()))
-            {
-                continue;
+            let (tenant, caller) = (self.tenant, &self.ex.caller);
+            let id = || {
+                let key = ids::idempotency_key(tenant, Kind::Flavor, &join(&f.pool, "/", &f.name));
+                Cow::Owned(ids::derive_id(Kind::Flavor, caller, &key))
+            };
+            match self.flavor_ids.entry((pool, &f.name)) {
+                hash_map::Entry::Occupied(known) if known.get().current.is_some() => {}
+                entry => {
+                    entry.insert_entry(FlavorId {
+                        id: id(),
+                        current: None,
+                    });
+                }
             }
-            let id = self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
-            self.flavor_ids.insert((pool, &f.name), Cow::Owned(id));
         }
     }
 
@@ -1160,25 +1174,32 @@ impl<'a> Planner<'a> {
             Some((name, pool)) => (name, pool.owner_quota.as_ref().unwrap_or(&empty)),
             None => (p.name.as_str(), &empty),
         };
-        let set = |planner: &Self, resource: &str, max: Option<u64>| {
+        // `exists`: the entry is in the current quota.
+        let set = |planner: &Self, resource: &str, max: Option<u64>, exists: bool| {
             let existing = join(cur_name, ":", resource);
             Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
                 tenant_id: planner.tenant.to_owned(),
                 pool_id: pool_id.to_owned(),
                 resource: resource.to_owned(),
                 max,
-                if_revision: cur_quota
-                    .contains_key(resource)
+                if_revision: exists
                     .then(|| planner.revision(Kind::OwnerQuota, &existing))
                     .flatten(),
             })
         };
         let step = step::POOL_UPDATE_QUOTA;
+        // Both quotas iterate in key order: one walk pairs each entry with the current one,
+        // with no search per entry.
+        let mut current = cur_quota.iter().peekable();
         for (resource, max) in quota {
             let name = join(&p.name, ":", resource);
-            match cur_quota.get(resource.as_str()) {
+            while current
+                .next_if(|(r, _)| r.as_str() < resource.as_str())
+                .is_some()
+            {}
+            match current.next_if(|(r, _)| r.as_str() == resource.as_str()) {
                 None => {
-                    let call = Some((step, set(self, resource, Some(*max))));
+                    let call = Some((step, set(self, resource, Some(*max), false)));
                     let notes = self.on_blocked_pool(pool_id, &p.name).into_iter().collect();
                     self.record(
                         Kind::OwnerQuota,
@@ -1190,18 +1211,27 @@ impl<'a> Planner<'a> {
                         call,
                     )
                 }
-                Some(before) => {
+                Some((_, before)) => {
                     let mut diff = Diff::default();
                     diff.field("max", before, max);
-                    let call = (!diff.is_empty()).then(|| (step, set(self, resource, Some(*max))));
+                    let call =
+                        (!diff.is_empty()).then(|| (step, set(self, resource, Some(*max), true)));
                     self.update_or_unchanged(Kind::OwnerQuota, name, diff, vec![], call);
                 }
             }
         }
         if self.prune {
-            for resource in cur_quota.keys().filter(|r| !quota.contains_key(r.as_str())) {
+            let mut wanted = quota.keys().peekable();
+            for resource in cur_quota.keys() {
+                while wanted.next_if(|r| r.as_str() < resource.as_str()).is_some() {}
+                if wanted
+                    .peek()
+                    .is_some_and(|r| r.as_str() == resource.as_str())
+                {
+                    continue;
+                }
                 let name = join(&p.name, ":", resource);
-                let call = Some((step, set(self, resource, None)));
+                let call = Some((step, set(self, resource, None, true)));
                 self.record(
                     Kind::OwnerQuota,
                     name,
@@ -1335,9 +1365,10 @@ impl<'a> Planner<'a> {
                 notes.push("this deployment does not serve flavors (vps module)".to_owned());
             } else if pool_id.is_none() {
                 notes.push(format!("unknown pool \"{}\"", f.pool));
-            } else if pool_id
-                .as_ref()
-                .is_some_and(|id| self.offered.contains(&**id))
+            } else if !self.offered.is_empty()
+                && pool_id
+                    .as_ref()
+                    .is_some_and(|id| self.offered.contains(&**id))
             {
                 notes.push(format!(
                     "pool \"{}\" is another tenant's, offered to this one: only its owner adds \
@@ -1367,9 +1398,8 @@ impl<'a> Planner<'a> {
                 }
             }
             let existing = pool_id.as_ref().and_then(|id| {
-                self.cur_flavors
-                    .get(&(id.clone(), f.name.as_str()))
-                    .copied()
+                let key = (id.clone(), f.name.as_str());
+                self.flavor_ids.get(&key).and_then(|flavor| flavor.current)
             });
             match existing {
                 None => {
@@ -1470,9 +1500,8 @@ impl<'a> Planner<'a> {
             let mut notes = Vec::new();
             let pool_id = self.resolve(Kind::Pool, &t.pool);
             let flavor_id = pool_id.as_ref().and_then(|p| {
-                self.flavor_ids
-                    .get(&(p.clone(), t.flavor.as_str()))
-                    .cloned()
+                let key = (p.clone(), t.flavor.as_str());
+                self.flavor_ids.get(&key).map(|flavor| flavor.id.clone())
             });
             if missing {
                 notes.push("this deployment does not run sandboxes (vps v0.5)".to_owned());
@@ -1532,7 +1561,7 @@ impl<'a> Planner<'a> {
                         || {
                             let flavor = |pool: &str, name: &'a str| {
                                 let pool = self.resolve(Kind::Pool, pool)?;
-                                self.flavor_ids.get(&(pool, name))
+                                self.flavor_ids.get(&(pool, name)).map(|flavor| &flavor.id)
                             };
                             matches!((flavor(&cur.pool, &cur.flavor), flavor(&t.pool, &t.flavor)), (Some(a), Some(b)) if a == b)
                         };
