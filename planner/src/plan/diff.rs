@@ -214,7 +214,7 @@ struct Named<'a> {
 struct Current<'a, T> {
     items: &'a [T],
     /// The names of the items and of the kind's exported objects.
-    by_name: HashMap<&'a str, Named<'a>>,
+    by_name: HashMap<Key<'a>, Named<'a>>,
     /// For each item, the document name that matched it.
     matched: Vec<Option<&'a str>>,
 }
@@ -223,7 +223,7 @@ impl<'a, T> Current<'a, T> {
     /// `objects`: the kind's exported objects, in export order.
     fn new(items: &'a Option<Vec<T>>, objects: &[&'a ObjectRef<'a>], name: fn(&T) -> &str) -> Self {
         let items = slice(items);
-        let mut by_name: HashMap<&str, Named> = capacity(items.len().max(objects.len()));
+        let mut by_name: HashMap<Key, Named> = capacity(items.len().max(objects.len()));
         // An export lists one object per item, both in name order: item i pairs with object
         // i, and each name is hashed once. (A repeated name keeps its last item and its last
         // object either way, as the map below would.)
@@ -235,7 +235,7 @@ impl<'a, T> Current<'a, T> {
         for (i, item) in items.iter().enumerate() {
             let object = paired.then(|| objects[i]);
             by_name.insert(
-                name(item),
+                Key::new(name(item)),
                 Named {
                     item: Some(i),
                     object,
@@ -245,7 +245,7 @@ impl<'a, T> Current<'a, T> {
         }
         if !paired {
             for &o in objects {
-                by_name.entry(o.name.as_str()).or_default().object = Some(o);
+                by_name.entry(Key::new(&o.name)).or_default().object = Some(o);
             }
         }
         Current {
@@ -345,6 +345,61 @@ fn pair_flavors<'a>(
     (found, false)
 }
 
+/// The first 16 bytes of `text` as a number, padded with zeros: they order as the texts do,
+/// and with the length tell most names apart, without reading them again.
+fn head(text: &str) -> u128 {
+    let bytes = text.as_bytes();
+    match bytes.first_chunk::<16>() {
+        Some(first) => u128::from_be_bytes(*first),
+        None => {
+            let mut padded = [0u8; 16];
+            padded[..bytes.len()].copy_from_slice(bytes);
+            u128::from_be_bytes(padded)
+        }
+    }
+}
+
+/// A plan name as a map key. A lookup compares its first 16 bytes and length, held in the
+/// key, and reads the name itself (far away in the export's text: a cache miss, and a
+/// `memcmp` call) only past them. Names are mostly shorter.
+#[derive(Clone, Copy)]
+struct Key<'a> {
+    head: u128,
+    text: &'a str,
+}
+
+impl<'a> Key<'a> {
+    fn new(text: &'a str) -> Self {
+        Key {
+            head: head(text),
+            text,
+        }
+    }
+
+    fn tail(&self) -> &'a [u8] {
+        self.text.as_bytes().get(16..).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        // Zero padding: a length tells "a" from "a\0".
+        self.head == other.head
+            && self.text.len() == other.text.len()
+            && (self.text.len() <= 16 || self.tail() == other.tail())
+    }
+}
+
+impl Eq for Key<'_> {}
+
+impl std::hash::Hash for Key<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u128(self.head);
+        state.write_usize(self.text.len());
+        state.write(self.tail());
+    }
+}
+
 /// An owner quota entry or offer of the export, for a binary search by kind and name. The
 /// names lie all over memory: their first 16 bytes, as a number, decide most comparisons
 /// without reading them (a search read a dozen of them, a cache miss each).
@@ -358,13 +413,9 @@ struct Entry<'a> {
 
 impl<'a> Entry<'a> {
     fn new(kind: Kind, name: &'a str, object: Option<&'a ObjectRef<'a>>) -> Self {
-        // A shorter name pads with zeros: equal prefixes leave the order to the names.
-        let mut bytes = [0u8; 16];
-        let n = name.len().min(16);
-        bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
         Entry {
             kind,
-            prefix: u128::from_be_bytes(bytes),
+            prefix: head(name),
             name,
             object,
         }
@@ -464,7 +515,7 @@ impl<'a> Planner<'a> {
     }
 
     /// The names of a kind that references name: sites, provider accounts, pools.
-    fn names(&self, kind: Kind) -> &HashMap<&'a str, Named<'a>> {
+    fn names(&self, kind: Kind) -> &HashMap<Key<'a>, Named<'a>> {
         match kind {
             Kind::Site => &self.cur_sites.by_name,
             Kind::ProviderAccount => &self.cur_accounts.by_name,
@@ -481,7 +532,7 @@ impl<'a> Planner<'a> {
             Kind::Pool => &mut self.cur_pools.by_name,
             _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
         };
-        names.entry(name).or_default().made = Some(id);
+        names.entry(Key::new(name)).or_default().made = Some(id);
     }
 
     /// The exported object of `kind` (one with an id) whose id is `id`.
@@ -611,11 +662,14 @@ impl<'a> Planner<'a> {
             Kind::SandboxTemplate => &self.cur_templates.by_name,
             _ => return None,
         };
-        if let Some(i) = by_name.get(name).and_then(|n| n.item) {
+        if let Some(i) = by_name.get(&Key::new(name)).and_then(|n| n.item) {
             return Some((i, name));
         }
         let name = self.by_id(kind, name)?.name.as_str();
-        by_name.get(name).and_then(|n| n.item).map(|i| (i, name))
+        by_name
+            .get(&Key::new(name))
+            .and_then(|n| n.item)
+            .map(|i| (i, name))
     }
 
     /// The exported object of `kind` named `export_name` (a flavor's is found by its config
@@ -636,7 +690,7 @@ impl<'a> Planner<'a> {
             Kind::Pool => &self.cur_pools.by_name,
             Kind::SandboxTemplate => &self.cur_templates.by_name,
         };
-        by_name.get(export_name).and_then(|n| n.object)
+        by_name.get(&Key::new(export_name)).and_then(|n| n.object)
     }
 
     /// The id of an existing item by its export name.
@@ -703,7 +757,7 @@ impl<'a> Planner<'a> {
     /// The id a reference (a plan name or an id) of `kind` names: one the reference maps hold,
     /// else an exported object's, by its plan name or by its id.
     fn resolve(&self, kind: Kind, reference: &str) -> Option<Id<'a>> {
-        if let Some(named) = self.names(kind).get(reference) {
+        if let Some(named) = self.names(kind).get(&Key::new(reference)) {
             let id = named.object.and_then(|o| o.id.as_deref());
             if let Some(id) = id.map(Cow::Borrowed).or_else(|| named.made.clone()) {
                 return Some(id);
@@ -1087,7 +1141,7 @@ impl<'a> Planner<'a> {
                 // the same name, if any): a pool that has that id as its name (allowed while
                 // the archived one was gone) would make one reference mean both, and the
                 // server refuses the create.
-                let named = self.cur_pools.by_name.get(&*pool_id);
+                let named = self.cur_pools.by_name.get(&Key::new(&pool_id));
                 if let Cow::Owned(id) = &pool_id
                     && named.is_some_and(|n| {
                         n.item.is_some() || n.made.as_ref().is_some_and(|other| other != id)
@@ -1658,7 +1712,43 @@ impl<'a> Planner<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::PoolUser;
+    use super::{Key, PoolUser};
+
+    #[test]
+    fn keys_are_equal_exactly_when_their_names_are() {
+        let names = [
+            "",
+            "a",
+            "a\0",
+            "a\0\0",
+            "ab",
+            "pool-1",
+            "pool-10",
+            "0123456789abcdef",
+            "0123456789abcdeg",
+            "0123456789abcdef0",
+            "0123456789abcdef1",
+            "0123456789abcdef\0",
+        ];
+        let hash = |key: &Key| {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<crate::hash::FxHasher>::default().hash_one(key)
+        };
+        for a in names {
+            for b in names {
+                let (x, y) = (Key::new(a), Key::new(b));
+                assert_eq!(x == y, a == b, "{a:?} vs {b:?}");
+                if a == b {
+                    assert_eq!(hash(&x), hash(&y));
+                }
+                assert_eq!(
+                    x.head.cmp(&y.head).then(a.cmp(b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn pool_users_sort_as_their_notes_do() {
