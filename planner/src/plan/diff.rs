@@ -345,6 +345,19 @@ fn pair_flavors<'a>(
     (found, false)
 }
 
+/// Byte order of two names, their first 8 bytes compared as numbers, where names mostly
+/// differ: sorting a plan's changes made tens of thousands of `memcmp` calls.
+fn cmp_names(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.cmp(b)
+}
+
 /// The first 16 bytes of `text` as a number, padded with zeros: they order as the texts do,
 /// and with the length tell most names apart, without reading them again.
 fn head(text: &str) -> u128 {
@@ -1683,8 +1696,8 @@ impl<'a> Planner<'a> {
             let list = &mut changes[start..start + len];
             // Document<'a> items, then prune deletes: a few sorted runs (names in the order a
             // person numbers them, `site-9` then `site-10`), which the stable sort merges.
-            if !list.is_sorted_by(|a, b| a.name <= b.name) {
-                list.sort_by(|a, b| a.name.cmp(&b.name));
+            if !list.is_sorted_by(|a, b| cmp_names(&a.name, &b.name).is_le()) {
+                list.sort_by(|a, b| cmp_names(&a.name, &b.name));
             }
             start += len;
         }
