@@ -217,6 +217,9 @@ struct Current<'a, T> {
     by_name: HashMap<Key<'a>, Named<'a>>,
     /// For each item, the document name that matched it.
     matched: Vec<Option<&'a str>>,
+    /// Each item's exported object, when item i pairs with object i and no name repeats
+    /// (else empty).
+    paired: Vec<&'a ObjectRef<'a>>,
 }
 
 impl<'a, T> Current<'a, T> {
@@ -232,16 +235,15 @@ impl<'a, T> Current<'a, T> {
                 .iter()
                 .zip(objects)
                 .all(|(item, o)| name(item) == o.name.as_str());
+        let mut distinct = true;
         for (i, item) in items.iter().enumerate() {
             let object = paired.then(|| objects[i]);
-            by_name.insert(
-                Key::new(name(item)),
-                Named {
-                    item: Some(i),
-                    object,
-                    made: None,
-                },
-            );
+            let named = Named {
+                item: Some(i),
+                object,
+                made: None,
+            };
+            distinct &= by_name.insert(Key::new(name(item)), named).is_none();
         }
         if !paired {
             for &o in objects {
@@ -252,7 +254,17 @@ impl<'a, T> Current<'a, T> {
             items,
             by_name,
             matched: vec![None; items.len()],
+            paired: match paired && distinct {
+                true => objects.to_vec(),
+                false => Vec::new(),
+            },
         }
+    }
+
+    /// Whether item `i`'s name resolves to its object's id, known with no lookup (see
+    /// [`Self::paired`]).
+    fn has_id(&self, i: usize) -> bool {
+        self.paired.get(i).is_some_and(|o| o.id.is_some())
     }
 
     /// The current item `i` (from [`Planner::existing`]), marked as matched by the document
@@ -573,20 +585,23 @@ impl<'a> Planner<'a> {
     /// already resolves keeps that id (the document item is the same object).
     fn index_ids(&mut self) {
         let (doc, ex) = (self.doc, self.ex);
-        for s in slice(&ex.config.sites) {
-            if self.resolve(Kind::Site, &s.name).is_none() {
+        // A config item paired with its object resolves to its id: no lookup.
+        for (i, s) in slice(&ex.config.sites).iter().enumerate() {
+            if !self.cur_sites.has_id(i) && self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.existing_id(Kind::Site, &s.name);
                 self.make(Kind::Site, &s.name, id);
             }
         }
-        for a in slice(&ex.config.provider_accounts) {
-            if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
+        for (i, a) in slice(&ex.config.provider_accounts).iter().enumerate() {
+            if !self.cur_accounts.has_id(i)
+                && self.resolve(Kind::ProviderAccount, &a.name).is_none()
+            {
                 let id = self.existing_id(Kind::ProviderAccount, &a.name);
                 self.make(Kind::ProviderAccount, &a.name, id);
             }
         }
-        for p in slice(&ex.config.pools) {
-            if self.resolve(Kind::Pool, &p.name).is_none() {
+        for (i, p) in slice(&ex.config.pools).iter().enumerate() {
+            if !self.cur_pools.has_id(i) && self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.existing_id(Kind::Pool, &p.name);
                 self.make(Kind::Pool, &p.name, id);
             }
