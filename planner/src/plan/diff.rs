@@ -374,12 +374,23 @@ fn cmp_names(a: &str, b: &str) -> std::cmp::Ordering {
 /// and with the length tell most names apart, without reading them again.
 fn head(text: &str) -> u128 {
     let bytes = text.as_bytes();
-    match bytes.first_chunk::<16>() {
-        Some(first) => u128::from_be_bytes(*first),
-        None => {
-            let mut padded = [0u8; 16];
-            padded[..bytes.len()].copy_from_slice(bytes);
-            u128::from_be_bytes(padded)
+    let n = bytes.len();
+    let word = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    // No copy of a variable length into a padded buffer: that is a `memcpy` call, and this
+    // runs for every lookup.
+    match n {
+        16.. => u128::from_be_bytes(*bytes.first_chunk().expect("16 bytes")),
+        8..16 => {
+            // The last 8 bytes, shifted so that byte 8 leads (they overlap the first 8).
+            let low = word(n - 8).checked_shl(8 * (16 - n) as u32).unwrap_or(0);
+            (u128::from(word(0)) << 64) | u128::from(low)
+        }
+        _ => {
+            let high = bytes
+                .iter()
+                .enumerate()
+                .fold(0u64, |high, (i, &b)| high | u64::from(b) << (56 - 8 * i));
+            u128::from(high) << 64
         }
     }
 }
@@ -1743,6 +1754,17 @@ mod tests {
     use super::{Key, PoolUser};
 
     #[test]
+    fn heads_are_the_first_16_bytes_padded_with_zeros() {
+        let text = "0123456789abcdefghij";
+        for n in 0..=text.len() {
+            let mut padded = [0u8; 16];
+            let len = n.min(16);
+            padded[..len].copy_from_slice(&text.as_bytes()[..len]);
+            assert_eq!(super::head(&text[..n]), u128::from_be_bytes(padded), "{n}");
+        }
+    }
+
+    #[test]
     fn keys_are_equal_exactly_when_their_names_are() {
         let names = [
             "",
@@ -1752,6 +1774,14 @@ mod tests {
             "ab",
             "pool-1",
             "pool-10",
+            "pool-123",
+            "pool-123\0",
+            "pool-123:",
+            "pool-124:",
+            "pool-123:disk",
+            "pool-123:gpu",
+            "0123456789abcde",
+            "0123456789abcdf",
             "0123456789abcdef",
             "0123456789abcdeg",
             "0123456789abcdef0",
