@@ -1040,13 +1040,20 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune && self.doc.provider_accounts.is_some() {
-            // The pools that stay after this plan, by the provider account they use.
+            // The pools that stay after this plan, by the provider account they use: found on
+            // the first delete (most plans delete none).
             let pools = remaining(&self.doc.pools, &self.ex.config.pools);
-            let users = first_users(pools.iter().filter_map(|p| {
-                let id = self.resolve(Kind::ProviderAccount, p.provider_account.as_deref()?)?;
-                Some((id, p.name.as_str()))
-            }));
+            let mut users = None;
             for cur in self.cur_accounts.unmatched() {
+                let users = users.get_or_insert_with(|| {
+                    first_users(pools.iter().filter_map(|p| {
+                        let account = p.provider_account.as_deref()?;
+                        Some((
+                            self.resolve(Kind::ProviderAccount, account)?,
+                            p.name.as_str(),
+                        ))
+                    }))
+                });
                 let object = self.object(Kind::ProviderAccount, &cur.name);
                 let id = self.id_or_derived(Kind::ProviderAccount, object, &cur.name);
                 let note = users
@@ -1094,22 +1101,26 @@ impl<'a> Planner<'a> {
         if !(self.prune && self.doc.pools.is_some()) {
             return;
         }
-        // What stays after this plan, by the pool it uses.
+        // What stays after this plan, by the pool it uses: found on the first archive (most
+        // plans archive none).
         let flavors = remaining(&self.doc.flavors, &self.ex.config.flavors);
         let templates = remaining(
             &self.doc.sandbox_templates,
             &self.ex.config.sandbox_templates,
         );
-        let flavor_uses = flavors.iter().filter_map(|f| {
-            let id = self.resolve(Kind::Pool, &f.pool)?;
-            Some((id, PoolUser::Flavor(&f.pool, &f.name)))
-        });
-        let template_uses = templates.iter().filter_map(|t| {
-            let id = self.resolve(Kind::Pool, &t.pool)?;
-            Some((id, PoolUser::Template(&t.name)))
-        });
-        let users = first_users(flavor_uses.chain(template_uses));
+        let mut users = None;
         for cur in self.cur_pools.unmatched() {
+            let users = users.get_or_insert_with(|| {
+                let flavor_uses = flavors.iter().filter_map(|f| {
+                    let id = self.resolve(Kind::Pool, &f.pool)?;
+                    Some((id, PoolUser::Flavor(&f.pool, &f.name)))
+                });
+                let template_uses = templates.iter().filter_map(|t| {
+                    let id = self.resolve(Kind::Pool, &t.pool)?;
+                    Some((id, PoolUser::Template(&t.name)))
+                });
+                first_users(flavor_uses.chain(template_uses))
+            });
             let object = self.object(Kind::Pool, &cur.name);
             let id = self.id_or_derived(Kind::Pool, object, &cur.name);
             let note = users
@@ -1543,15 +1554,13 @@ impl<'a> Planner<'a> {
         }
         if self.prune && self.doc.flavors.is_some() {
             // The templates that stay after this plan, by the flavor they use: deleting that
-            // flavor would leave them dangling.
+            // flavor would leave them dangling. Found on the first delete (most plans delete
+            // none).
             let templates = remaining(
                 &self.doc.sandbox_templates,
                 &self.ex.config.sandbox_templates,
             );
-            let users = first_users(templates.iter().filter_map(|t| {
-                let pool = self.resolve(Kind::Pool, &t.pool)?;
-                Some(((pool, t.flavor.as_str()), t.name.as_str()))
-            }));
+            let mut users = None;
             let current = slice(&self.ex.config.flavors);
             if !self.flavors_distinct {
                 // Items of the same pool and name match together.
@@ -1570,6 +1579,12 @@ impl<'a> Planner<'a> {
                 if matched[i] {
                     continue;
                 }
+                let users = users.get_or_insert_with(|| {
+                    first_users(templates.iter().filter_map(|t| {
+                        let pool = self.resolve(Kind::Pool, &t.pool)?;
+                        Some(((pool, t.flavor.as_str()), t.name.as_str()))
+                    }))
+                });
                 let name = join(&cur.pool, "/", &cur.name);
                 let object = self.flavor_objects[i];
                 let note = self
