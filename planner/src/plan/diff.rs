@@ -873,7 +873,10 @@ impl<'a> Planner<'a> {
                     ),
                 );
             }
-            let (mut before, mut after) = (Map::new(), Map::new());
+            // Sized once: growing each map and list cost more than filling them.
+            let n = diff.fields.len();
+            let (mut before, mut after) = (Map::with_capacity(n), Map::with_capacity(n));
+            change.fields.reserve_exact(n);
             for (name, was, now) in diff.fields {
                 change.fields.push(name.to_owned());
                 before.insert(name.to_owned(), was);
