@@ -320,6 +320,7 @@ struct Planner<'a> {
     /// made: mostly sorted already, so the final order costs a check per kind instead of a
     /// sort, and no change is moved again.
     changes: Vec<Change>,
+    summary: Summary,
     calls: Vec<(u8, String, Call)>,
     /// Ids of pools, and (pool id, name) of flavors, whose create is blocked: what would go
     /// on them is blocked too (its call would name an object that will not exist). Empty in
@@ -551,6 +552,7 @@ impl<'a> Planner<'a> {
             flavors_distinct,
             flavor_ids: capacity(flavors.len() + slice(&doc.flavors).len()),
             changes: Vec::with_capacity(per_kind.iter().sum()),
+            summary: Summary::default(),
             calls: Vec::new(),
             blocked_pools: HashSet::default(),
             blocked_flavors: HashSet::default(),
@@ -897,6 +899,15 @@ impl<'a> Planner<'a> {
             self.changes.last().is_none_or(|last| last.kind <= kind),
             "changes are made kind after kind"
         );
+        // Counted here, not in a pass over the plan's changes (megabytes of them) at the end.
+        let summary = &mut self.summary;
+        match change.action {
+            Action::Create => summary.create += 1,
+            Action::Update => summary.update += 1,
+            Action::Delete => summary.delete += 1,
+            Action::Unchanged => summary.unchanged += 1,
+        }
+        summary.blocked |= change.blocked;
         self.changes.push(change);
     }
 
@@ -1757,21 +1768,11 @@ impl<'a> Planner<'a> {
         let mut calls = self.calls;
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
         let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();
-        let mut summary = Summary::default();
-        for change in &changes {
-            match change.action {
-                Action::Create => summary.create += 1,
-                Action::Update => summary.update += 1,
-                Action::Delete => summary.delete += 1,
-                Action::Unchanged => summary.unchanged += 1,
-            }
-            summary.blocked |= change.blocked;
-        }
         Plan {
             plan_hash: PlanHash::of_calls(&calls),
             changes,
             calls,
-            summary,
+            summary: self.summary,
         }
     }
 }
