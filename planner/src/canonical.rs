@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 mod direct;
 pub use direct::{CanonicalError, to_canonical};
+pub(crate) use direct::{Sorted, calls_to_canonical};
 
 /// Lowercase hex SHA-256 of a call list's canonical JSON.
 #[derive(
@@ -24,6 +25,13 @@ impl PlanHash {
     /// `Serialize` (the same hash as [`PlanHash::of`] its `serde_json::Value`).
     pub fn of_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, CanonicalError> {
         Ok(PlanHash(sha256_hex(to_canonical(value)?.as_bytes())))
+    }
+
+    /// The hash of a call list, as [`PlanHash::of_serialize`] gives it, written faster
+    /// ([`calls_to_canonical`]).
+    pub(crate) fn of_calls(calls: &[crate::calls::Call]) -> Self {
+        let json = calls_to_canonical(calls).expect("calls always serialize");
+        PlanHash(sha256_hex(json.as_bytes()))
     }
 
     /// The shape of every planHash: 64 lowercase hexadecimal digits. Anything else can never
@@ -220,10 +228,33 @@ fn write_f64(out: &mut String, f: f64) {
     }
 }
 
+/// Whether `bytes` hold a control character, `"` or `\\`: eight bytes a step, as a string
+/// written is mostly ids and names.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The high bit of each byte of `word` below `n` (n <= 0x80), or of some byte above it
+    // when one is: exact as to whether there is one, which is all this asks.
+    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        if below(word, 0x20) | below(quote, 1) | below(backslash, 1) != 0 {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
     // Names, ids and values rarely need escapes: copy them whole.
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    if !needs_escape(s.as_bytes()) {
         out.push_str(s);
         out.push('"');
         return;
@@ -302,6 +333,21 @@ mod tests {
             "[0.75772857666015625, 1125899906842624.25, 0.5000076293945312, 5e-324, 1.7976931348623157e308, 123.0, 0.1, 1e-6, 1.5e-7]",
             "[0.7577285766601562,1125899906842624.2,0.5000076293945312,5e-324,1.7976931348623157e+308,123,0.1,0.000001,1.5e-7]",
         );
+    }
+
+    #[test]
+    fn finds_every_byte_that_needs_an_escape() {
+        for len in 0..20 {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    let expect = b < 0x20 || b == b'"' || b == b'\\';
+                    assert_eq!(needs_escape(&bytes), expect, "{b:#x} at {at} of {len}");
+                }
+            }
+        }
+        assert!(!needs_escape("é\u{1f600}\u{7f}".as_bytes()));
     }
 
     #[test]

@@ -5,12 +5,13 @@
 //! plan name), or an exported object by its id. An item the document creates is named in later
 //! calls by its deterministic id, so the calls of one plan chain without a round trip.
 
-use super::{Action, Change, Plan, PlanOptions, Summary, plan_hash};
+use super::{Action, Change, Plan, PlanOptions, Summary};
 use crate::calls::{
     Call, Delete, FlavorCreate, FlavorUpdate, PoolCreate, PoolOffer, PoolSetOwnerQuota,
     PoolUnoffer, PoolUpdate, ProviderAccountCreate, ProviderAccountUpdate, SandboxTemplateCreate,
     SandboxTemplateUpdate, SiteCreate,
 };
+use crate::canonical::PlanHash;
 use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTemplate, Site};
 use crate::export::{Export, Kind, ObjectRef, Section};
 use crate::hash::{HashMap, HashSet};
@@ -20,6 +21,8 @@ use crate::text::{Text, to_string_keys, to_strings};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::collections::hash_map;
 
 /// An id: borrowed from the export, or derived for an object this plan creates.
 type Id<'a> = Cow<'a, str>;
@@ -194,27 +197,74 @@ impl Diff {
     }
 }
 
+/// A plan name of a kind with a config list: its current item, its exported object, and the
+/// id this plan gives it when no object does (see [`Planner::index_ids`]). One entry answers
+/// [`Planner::existing`], [`Planner::resolve`] and [`Planner::object`] with one lookup.
+#[derive(Default)]
+struct Named<'a> {
+    /// Its index among the current items, when one has this name.
+    item: Option<usize>,
+    object: Option<&'a ObjectRef<'a>>,
+    /// Set only for a name no object's id answers: the two never disagree.
+    made: Option<Id<'a>>,
+}
+
 /// The current items of one kind (the export's config) by plan name, and which of them a
 /// document item matched: those are not pruned.
 struct Current<'a, T> {
     items: &'a [T],
-    by_name: HashMap<&'a str, usize>,
+    /// The names of the items and of the kind's exported objects.
+    by_name: HashMap<Key<'a>, Named<'a>>,
     /// For each item, the document name that matched it.
     matched: Vec<Option<&'a str>>,
+    /// Each item's exported object, when item i pairs with object i and no name repeats
+    /// (else empty).
+    paired: Vec<&'a ObjectRef<'a>>,
 }
 
 impl<'a, T> Current<'a, T> {
-    fn new(items: &'a Option<Vec<T>>, name: fn(&T) -> &str) -> Self {
+    /// `objects`: the kind's exported objects, in export order.
+    fn new(items: &'a Option<Vec<T>>, objects: &[&'a ObjectRef<'a>], name: fn(&T) -> &str) -> Self {
         let items = slice(items);
-        let mut by_name = capacity(items.len());
+        let mut by_name: HashMap<Key, Named> = capacity(items.len().max(objects.len()));
+        // An export lists one object per item, both in name order: item i pairs with object
+        // i, and each name is hashed once. (A repeated name keeps its last item and its last
+        // object either way, as the map below would.)
+        let paired = items.len() == objects.len()
+            && items
+                .iter()
+                .zip(objects)
+                .all(|(item, o)| name(item) == o.name.as_str());
+        let mut distinct = true;
         for (i, item) in items.iter().enumerate() {
-            by_name.insert(name(item), i);
+            let object = paired.then(|| objects[i]);
+            let named = Named {
+                item: Some(i),
+                object,
+                made: None,
+            };
+            distinct &= by_name.insert(Key::new(name(item)), named).is_none();
+        }
+        if !paired {
+            for &o in objects {
+                by_name.entry(Key::new(&o.name)).or_default().object = Some(o);
+            }
         }
         Current {
             items,
             by_name,
             matched: vec![None; items.len()],
+            paired: match paired && distinct {
+                true => objects.to_vec(),
+                false => Vec::new(),
+            },
         }
+    }
+
+    /// Whether item `i`'s name resolves to its object's id, known with no lookup (see
+    /// [`Self::paired`]).
+    fn has_id(&self, i: usize) -> bool {
+        self.paired.get(i).is_some_and(|o| o.id.is_some())
     }
 
     /// The current item `i` (from [`Planner::existing`]), marked as matched by the document
@@ -244,12 +294,15 @@ struct Planner<'a> {
     ex: &'a Export<'a>,
     prune: bool,
     tenant: &'a str,
-    /// Exported objects of the kinds with ids, by kind and plan name.
-    objects: HashMap<(Kind, &'a str), &'a ObjectRef<'a>>,
     /// Owner quota entries and offers (most of an export, and looked up only to update or
     /// delete one), sorted by kind and plan name: no hashing of thousands of names.
-    entries: Vec<&'a ObjectRef<'a>>,
-    by_id: HashMap<&'a str, &'a ObjectRef<'a>>,
+    entries: Vec<Entry<'a>>,
+    /// Exported objects of the kinds with ids by id, built on the first reference that is no
+    /// name: most documents name everything by name.
+    by_id: OnceCell<HashMap<&'a str, &'a ObjectRef<'a>>>,
+    /// Bit `n` set when some object's id is `n` bytes long (bit 63: longer): a reference of
+    /// another length is no id, with no need for `by_id`.
+    id_lengths: u64,
     tenants: HashSet<&'a str>,
     /// Ids of other tenants' pools offered to this one: templates may use them, nothing else.
     offered: HashSet<&'a str>,
@@ -257,19 +310,17 @@ struct Planner<'a> {
     cur_accounts: Current<'a, ProviderAccount<'a>>,
     cur_pools: Current<'a, Pool<'a>>,
     cur_templates: Current<'a, SandboxTemplate<'a>>,
-    /// Existing flavors by (pool id, name).
-    cur_flavors: HashMap<(Id<'a>, &'a str), &'a Flavor<'a>>,
-    /// Ids of the references the export's objects do not answer (see [`Self::resolve`]): the
-    /// document's new items, config items without an object, offered pools.
-    site_ids: HashMap<&'a str, Id<'a>>,
-    account_ids: HashMap<&'a str, Id<'a>>,
-    pool_ids: HashMap<&'a str, Id<'a>>,
-    /// Flavor<'a> ids by (pool id, flavor name): the document's, the export's, offered pools'.
-    flavor_ids: HashMap<(Id<'a>, &'a str), Id<'a>>,
+    /// The exported object of each existing flavor (the config's order).
+    flavor_objects: Vec<Option<&'a ObjectRef<'a>>>,
+    /// No two existing flavors have the same pool and name.
+    flavors_distinct: bool,
+    /// Flavors by (pool id, flavor name): the document's, the export's, offered pools'.
+    flavor_ids: HashMap<(Id<'a>, &'a str), FlavorId<'a>>,
     /// The changes, made kind after kind (`Kind` order), each kind's in the order they were
     /// made: mostly sorted already, so the final order costs a check per kind instead of a
     /// sort, and no change is moved again.
     changes: Vec<Change>,
+    summary: Summary,
     calls: Vec<(u8, String, Call)>,
     /// Ids of pools, and (pool id, name) of flavors, whose create is blocked: what would go
     /// on them is blocked too (its call would name an object that will not exist). Empty in
@@ -278,16 +329,171 @@ struct Planner<'a> {
     blocked_flavors: HashSet<(String, String)>,
 }
 
+/// The exported object of each existing flavor (`pool/name`), and whether no two flavors
+/// have the same pool and name. An export lists one object per flavor, both in name order:
+/// flavor i pairs with object i, with no name joined or hashed.
+fn pair_flavors<'a>(
+    flavors: &'a [Flavor<'a>],
+    objects: &[&'a ObjectRef<'a>],
+) -> (Vec<Option<&'a ObjectRef<'a>>>, bool) {
+    let is = |f: &Flavor, name: &str| {
+        name.strip_prefix(f.pool.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(f.name.as_str())
+    };
+    // Strictly increasing names: each names one object, as the map below would find it.
+    let paired = flavors.len() == objects.len()
+        && objects.is_sorted_by(|a, b| a.name < b.name)
+        && flavors.iter().zip(objects).all(|(f, o)| is(f, &o.name));
+    if paired {
+        return (objects.iter().copied().map(Some).collect(), true);
+    }
+    let by_name: HashMap<&str, &ObjectRef> =
+        objects.iter().map(|o| (o.name.as_str(), *o)).collect();
+    let found = flavors
+        .iter()
+        .map(|f| by_name.get(join(&f.pool, "/", &f.name).as_str()).copied())
+        .collect();
+    // Rare (an export built by hand): whether pairs repeat is left to the prune to check.
+    (found, false)
+}
+
+/// Byte order of two names, their first 8 bytes compared as numbers, where names mostly
+/// differ: sorting a plan's changes made tens of thousands of `memcmp` calls.
+fn cmp_names(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.cmp(b)
+}
+
+/// The first 16 bytes of `text` as a number, padded with zeros: they order as the texts do,
+/// and with the length tell most names apart, without reading them again.
+fn head(text: &str) -> u128 {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let word = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    // No copy of a variable length into a padded buffer: that is a `memcpy` call, and this
+    // runs for every lookup.
+    match n {
+        16.. => u128::from_be_bytes(*bytes.first_chunk().expect("16 bytes")),
+        8..16 => {
+            // The last 8 bytes, shifted so that byte 8 leads (they overlap the first 8).
+            let low = word(n - 8).checked_shl(8 * (16 - n) as u32).unwrap_or(0);
+            (u128::from(word(0)) << 64) | u128::from(low)
+        }
+        _ => {
+            let high = bytes
+                .iter()
+                .enumerate()
+                .fold(0u64, |high, (i, &b)| high | u64::from(b) << (56 - 8 * i));
+            u128::from(high) << 64
+        }
+    }
+}
+
+/// A plan name as a map key. A lookup compares its first 16 bytes and length, held in the
+/// key, and reads the name itself (far away in the export's text: a cache miss, and a
+/// `memcmp` call) only past them. Names are mostly shorter.
+#[derive(Clone, Copy)]
+struct Key<'a> {
+    head: u128,
+    text: &'a str,
+}
+
+impl<'a> Key<'a> {
+    fn new(text: &'a str) -> Self {
+        Key {
+            head: head(text),
+            text,
+        }
+    }
+
+    fn tail(&self) -> &'a [u8] {
+        self.text.as_bytes().get(16..).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        // Zero padding: a length tells "a" from "a\0".
+        self.head == other.head
+            && self.text.len() == other.text.len()
+            && (self.text.len() <= 16 || self.tail() == other.tail())
+    }
+}
+
+impl Eq for Key<'_> {}
+
+impl std::hash::Hash for Key<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u128(self.head);
+        state.write_usize(self.text.len());
+        state.write(self.tail());
+    }
+}
+
+/// An owner quota entry or offer of the export, for a binary search by kind and name. The
+/// names lie all over memory: their first 16 bytes, as a number, decide most comparisons
+/// without reading them (a search read a dozen of them, a cache miss each).
+struct Entry<'a> {
+    kind: Kind,
+    prefix: u128,
+    name: &'a str,
+    /// `None` only in the key searched for.
+    object: Option<&'a ObjectRef<'a>>,
+}
+
+impl<'a> Entry<'a> {
+    fn new(kind: Kind, name: &'a str, object: Option<&'a ObjectRef<'a>>) -> Self {
+        Entry {
+            kind,
+            prefix: head(name),
+            name,
+            object,
+        }
+    }
+
+    /// The order of (kind, name).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.kind, self.prefix)
+            .cmp(&(other.kind, other.prefix))
+            .then_with(|| self.name.cmp(other.name))
+    }
+}
+
+/// A flavor's id, and its index among the existing flavors when it exists.
+struct FlavorId<'a> {
+    id: Id<'a>,
+    current: Option<usize>,
+}
+
+/// The bit of [`Planner::id_lengths`] for a text of `len` bytes.
+fn length_bit(len: usize) -> u64 {
+    1 << len.min(63)
+}
+
 impl<'a> Planner<'a> {
     fn new(doc: &'a Document<'a>, ex: &'a Export<'a>, options: PlanOptions) -> Self {
-        let with_ids = ex
-            .objects
+        let config = &ex.config;
+        // The objects of each kind, in export order, with room for one per config item (an
+        // export's count): growing them cost a plan 1 % of its instructions.
+        let mut of_kind: [Vec<&ObjectRef>; Kind::ALL.len()] = Default::default();
+        of_kind[Kind::Site as usize].reserve(slice(&config.sites).len());
+        of_kind[Kind::ProviderAccount as usize].reserve(slice(&config.provider_accounts).len());
+        of_kind[Kind::Pool as usize].reserve(slice(&config.pools).len());
+        of_kind[Kind::Flavor as usize].reserve(slice(&config.flavors).len());
+        of_kind[Kind::SandboxTemplate as usize].reserve(slice(&config.sandbox_templates).len());
+        let entry_count = slice(&config.pools)
             .iter()
-            .filter(|o| !matches!(o.kind, Kind::OwnerQuota | Kind::Offer))
-            .count();
-        let mut objects = HashMap::with_capacity_and_hasher(with_ids, Default::default());
-        let mut by_id = HashMap::with_capacity_and_hasher(with_ids, Default::default());
-        let mut entries = Vec::with_capacity(ex.objects.len() - with_ids);
+            .map(|p| p.owner_quota.as_ref().map_or(0, Entries::len) + slice(&p.offers).len())
+            .sum();
+        let mut entries: Vec<Entry> = Vec::with_capacity(entry_count);
+        let mut id_lengths = 0;
         // Room for every change of a kind: the export's items plus the document's.
         let mut per_kind = [0usize; Kind::ALL.len()];
         let pools = slice(&doc.pools);
@@ -304,41 +510,49 @@ impl<'a> Planner<'a> {
         for object in &ex.objects {
             per_kind[object.kind as usize] += 1;
             if matches!(object.kind, Kind::OwnerQuota | Kind::Offer) {
-                entries.push(object);
+                entries.push(Entry::new(object.kind, &object.name, Some(object)));
                 continue;
             }
-            objects.insert((object.kind, object.name.as_str()), object);
+            of_kind[object.kind as usize].push(object);
             if let Some(id) = &object.id {
-                by_id.insert(id.as_str(), object);
+                id_lengths |= length_bit(id.len());
             }
         }
-        // Exports list objects in this order already: then this is one pass.
-        let order =
-            |a: &&ObjectRef<'a>, b: &&ObjectRef<'a>| (a.kind, &a.name).cmp(&(b.kind, &b.name));
-        if !entries.is_sorted_by(|a, b| order(a, b).is_le()) {
-            entries.sort_by(order);
+        // Exports list objects in this order already: then this is one pass. (The stable
+        // sort keeps export order among equal names, as when grouped by kind first.)
+        if !entries.is_sorted_by(|a, b| a.cmp(b).is_le()) {
+            entries.sort_by(Entry::cmp);
         }
-        let config = &ex.config;
+        let flavors = slice(&config.flavors);
+        let (flavor_objects, flavors_distinct) =
+            pair_flavors(flavors, &of_kind[Kind::Flavor as usize]);
         let mut planner = Planner {
             doc,
             ex,
             prune: options.prune,
             tenant: &ex.tenant_id,
-            objects,
             entries,
-            by_id,
+            by_id: OnceCell::new(),
+            id_lengths,
             tenants: ex.tenants.iter().map(Text::as_str).collect(),
             offered: ex.offered_pools.iter().map(|p| p.id.as_str()).collect(),
-            cur_sites: Current::new(&config.sites, |s| &s.name),
-            cur_accounts: Current::new(&config.provider_accounts, |a| &a.name),
-            cur_pools: Current::new(&config.pools, |p| &p.name),
-            cur_templates: Current::new(&config.sandbox_templates, |t| &t.name),
-            cur_flavors: capacity(slice(&config.flavors).len()),
-            site_ids: capacity(slice(&doc.sites).len()),
-            account_ids: capacity(slice(&doc.provider_accounts).len()),
-            pool_ids: capacity(slice(&doc.pools).len() + ex.offered_pools.len()),
-            flavor_ids: capacity(slice(&config.flavors).len() + slice(&doc.flavors).len()),
+            cur_sites: Current::new(&config.sites, &of_kind[Kind::Site as usize], |s| &s.name),
+            cur_accounts: Current::new(
+                &config.provider_accounts,
+                &of_kind[Kind::ProviderAccount as usize],
+                |a| &a.name,
+            ),
+            cur_pools: Current::new(&config.pools, &of_kind[Kind::Pool as usize], |p| &p.name),
+            cur_templates: Current::new(
+                &config.sandbox_templates,
+                &of_kind[Kind::SandboxTemplate as usize],
+                |t| &t.name,
+            ),
+            flavor_objects,
+            flavors_distinct,
+            flavor_ids: capacity(flavors.len() + slice(&doc.flavors).len()),
             changes: Vec::with_capacity(per_kind.iter().sum()),
+            summary: Summary::default(),
             calls: Vec::new(),
             blocked_pools: HashSet::default(),
             blocked_flavors: HashSet::default(),
@@ -347,33 +561,77 @@ impl<'a> Planner<'a> {
         planner
     }
 
+    /// The names of a kind that references name: sites, provider accounts, pools.
+    fn names(&self, kind: Kind) -> &HashMap<Key<'a>, Named<'a>> {
+        match kind {
+            Kind::Site => &self.cur_sites.by_name,
+            Kind::ProviderAccount => &self.cur_accounts.by_name,
+            Kind::Pool => &self.cur_pools.by_name,
+            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
+        }
+    }
+
+    /// Gives the name `name` of `kind` the id `id` (see [`Self::index_ids`]).
+    fn make(&mut self, kind: Kind, name: &'a str, id: Id<'a>) {
+        let names = match kind {
+            Kind::Site => &mut self.cur_sites.by_name,
+            Kind::ProviderAccount => &mut self.cur_accounts.by_name,
+            Kind::Pool => &mut self.cur_pools.by_name,
+            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
+        };
+        names.entry(Key::new(name)).or_default().made = Some(id);
+    }
+
+    /// The exported object of `kind` (one with an id) whose id is `id`.
+    fn by_id(&self, kind: Kind, id: &str) -> Option<&'a ObjectRef<'a>> {
+        if self.id_lengths & length_bit(id.len()) == 0 {
+            return None;
+        }
+        let by_id = self.by_id.get_or_init(|| {
+            let mut by_id = HashMap::default();
+            for object in &self.ex.objects {
+                if let (false, Some(id)) = (
+                    matches!(object.kind, Kind::OwnerQuota | Kind::Offer),
+                    &object.id,
+                ) {
+                    by_id.insert(id.as_str(), object);
+                }
+            }
+            by_id
+        });
+        by_id.get(id).copied().filter(|o| o.kind == kind)
+    }
+
     /// Fills the reference maps with what the export's objects do not answer: config names
     /// without an object, offered pools, then the document's new names. A name the export
     /// already resolves keeps that id (the document item is the same object).
     fn index_ids(&mut self) {
         let (doc, ex) = (self.doc, self.ex);
-        for s in slice(&ex.config.sites) {
-            if self.resolve(Kind::Site, &s.name).is_none() {
+        // A config item paired with its object resolves to its id: no lookup.
+        for (i, s) in slice(&ex.config.sites).iter().enumerate() {
+            if !self.cur_sites.has_id(i) && self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.existing_id(Kind::Site, &s.name);
-                self.site_ids.insert(&s.name, id);
+                self.make(Kind::Site, &s.name, id);
             }
         }
-        for a in slice(&ex.config.provider_accounts) {
-            if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
+        for (i, a) in slice(&ex.config.provider_accounts).iter().enumerate() {
+            if !self.cur_accounts.has_id(i)
+                && self.resolve(Kind::ProviderAccount, &a.name).is_none()
+            {
                 let id = self.existing_id(Kind::ProviderAccount, &a.name);
-                self.account_ids.insert(&a.name, id);
+                self.make(Kind::ProviderAccount, &a.name, id);
             }
         }
-        for p in slice(&ex.config.pools) {
-            if self.resolve(Kind::Pool, &p.name).is_none() {
+        for (i, p) in slice(&ex.config.pools).iter().enumerate() {
+            if !self.cur_pools.has_id(i) && self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.existing_id(Kind::Pool, &p.name);
-                self.pool_ids.insert(&p.name, id);
+                self.make(Kind::Pool, &p.name, id);
             }
         }
         for s in slice(&doc.sites) {
             if self.resolve(Kind::Site, &s.name).is_none() {
                 let id = self.id_of(Kind::Site, &s.name);
-                self.site_ids.insert(&s.name, id);
+                self.make(Kind::Site, &s.name, id);
             }
         }
         // Items of a kind the deployment does not serve will not exist: references to them
@@ -382,14 +640,14 @@ impl<'a> Planner<'a> {
             for a in slice(&doc.provider_accounts) {
                 if self.resolve(Kind::ProviderAccount, &a.name).is_none() {
                     let id = self.id_of(Kind::ProviderAccount, &a.name);
-                    self.account_ids.insert(&a.name, id);
+                    self.make(Kind::ProviderAccount, &a.name, id);
                 }
             }
         }
         for p in slice(&doc.pools) {
             if self.resolve(Kind::Pool, &p.name).is_none() {
                 let id = self.id_of(Kind::Pool, &p.name);
-                self.pool_ids.insert(&p.name, id);
+                self.make(Kind::Pool, &p.name, id);
             }
         }
         // After the document's pools: a pool the document names like an offered pool's id is
@@ -397,22 +655,25 @@ impl<'a> Planner<'a> {
         // exists, the export's), not the offered one.
         for offered in &ex.offered_pools {
             if self.resolve(Kind::Pool, &offered.id).is_none() {
-                self.pool_ids
-                    .insert(&offered.id, Cow::Borrowed(offered.id.as_str()));
+                self.make(Kind::Pool, &offered.id, Cow::Borrowed(offered.id.as_str()));
             }
             for f in &offered.flavors {
-                self.flavor_ids.insert(
-                    (Cow::Borrowed(offered.id.as_str()), f.name.as_str()),
-                    Cow::Borrowed(f.id.as_str()),
-                );
+                let id = FlavorId {
+                    id: Cow::Borrowed(f.id.as_str()),
+                    current: None,
+                };
+                let key = (Cow::Borrowed(offered.id.as_str()), f.name.as_str());
+                self.flavor_ids.insert(key, id);
             }
         }
-        for f in slice(&ex.config.flavors) {
+        for (i, f) in slice(&ex.config.flavors).iter().enumerate() {
             let pool = self.resolve(Kind::Pool, &f.pool);
             let pool = pool.unwrap_or(Cow::Borrowed(&f.pool));
-            let id = self.existing_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
-            self.flavor_ids.insert((pool.clone(), &f.name), id);
-            self.cur_flavors.insert((pool, &f.name), f);
+            let id = FlavorId {
+                id: self.flavor_id(i),
+                current: Some(i),
+            };
+            self.flavor_ids.insert((pool, &f.name), id);
         }
         let doc_flavors = match self.missing(Section::Flavors) {
             true => &[][..],
@@ -423,14 +684,20 @@ impl<'a> Planner<'a> {
                 continue;
             };
             // An existing flavor's id is in already, under this very key (the loop above).
-            if self
-                .cur_flavors
-                .contains_key(&(pool.clone(), f.name.as_str()))
-            {
-                continue;
+            let (tenant, caller) = (self.tenant, &self.ex.caller);
+            let id = || {
+                let key = ids::idempotency_key(tenant, Kind::Flavor, &join(&f.pool, "/", &f.name));
+                Cow::Owned(ids::derive_id(Kind::Flavor, caller, &key))
+            };
+            match self.flavor_ids.entry((pool, &f.name)) {
+                hash_map::Entry::Occupied(known) if known.get().current.is_some() => {}
+                entry => {
+                    entry.insert_entry(FlavorId {
+                        id: id(),
+                        current: None,
+                    });
+                }
             }
-            let id = self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name));
-            self.flavor_ids.insert((pool, &f.name), Cow::Owned(id));
         }
     }
 
@@ -445,32 +712,64 @@ impl<'a> Planner<'a> {
             Kind::SandboxTemplate => &self.cur_templates.by_name,
             _ => return None,
         };
-        if let Some(&i) = by_name.get(name) {
+        if let Some(i) = by_name.get(&Key::new(name)).and_then(|n| n.item) {
             return Some((i, name));
         }
-        let object = self.by_id.get(name).filter(|o| o.kind == kind)?;
-        let name = object.name.as_str();
-        by_name.get(name).map(|&i| (i, name))
+        let name = self.by_id(kind, name)?.name.as_str();
+        by_name
+            .get(&Key::new(name))
+            .and_then(|n| n.item)
+            .map(|i| (i, name))
     }
 
-    /// The exported object of `kind` named `export_name`.
+    /// The exported object of `kind` named `export_name` (a flavor's is found by its config
+    /// item: [`Self::flavor_objects`]).
     fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
-        match kind {
-            Kind::OwnerQuota | Kind::Offer => self
-                .entries
-                .binary_search_by(|o| (o.kind, o.name.as_str()).cmp(&(kind, export_name)))
-                .ok()
-                .map(|i| self.entries[i]),
-            _ => self.objects.get(&(kind, export_name)).copied(),
-        }
+        let by_name = match kind {
+            Kind::OwnerQuota | Kind::Offer => {
+                let wanted = Entry::new(kind, export_name, None);
+                return self
+                    .entries
+                    .binary_search_by(|e| e.cmp(&wanted))
+                    .ok()
+                    .and_then(|i| self.entries[i].object);
+            }
+            Kind::Flavor => unreachable!("a flavor's object is found by its config item"),
+            Kind::Site => &self.cur_sites.by_name,
+            Kind::ProviderAccount => &self.cur_accounts.by_name,
+            Kind::Pool => &self.cur_pools.by_name,
+            Kind::SandboxTemplate => &self.cur_templates.by_name,
+        };
+        by_name.get(&Key::new(export_name)).and_then(|n| n.object)
     }
 
     /// The id of an existing item by its export name.
     fn existing_id(&self, kind: Kind, export_name: &str) -> Id<'a> {
-        match self.object(kind, export_name).and_then(|o| o.id.as_deref()) {
+        self.id_or_derived(kind, self.object(kind, export_name), export_name)
+    }
+
+    /// The id of `object`, the existing item named `export_name`.
+    fn id_or_derived(
+        &self,
+        kind: Kind,
+        object: Option<&'a ObjectRef<'a>>,
+        export_name: &str,
+    ) -> Id<'a> {
+        match object.and_then(|o| o.id.as_deref()) {
             Some(id) => Cow::Borrowed(id),
             // An export without the object's id: the id it would have if fleet created it.
             None => Cow::Owned(self.derived_id(kind, export_name)),
+        }
+    }
+
+    /// The id of the existing flavor `i` (the config's order).
+    fn flavor_id(&self, i: usize) -> Id<'a> {
+        match self.flavor_objects[i].and_then(|o| o.id.as_deref()) {
+            Some(id) => Cow::Borrowed(id),
+            None => {
+                let f = &slice(&self.ex.config.flavors)[i];
+                Cow::Owned(self.derived_id(Kind::Flavor, &join(&f.pool, "/", &f.name)))
+            }
         }
     }
 
@@ -496,8 +795,8 @@ impl<'a> Planner<'a> {
 
     /// The note of an exported object another tenant's object uses (see
     /// [`crate::export::ObjectRef::used_by`]): it cannot go while that stays.
-    fn used_elsewhere(&self, kind: Kind, export_name: &str) -> Option<String> {
-        let user = self.object(kind, export_name)?.used_by.as_ref()?;
+    fn used_elsewhere(&self, kind: Kind, object: Option<&'a ObjectRef<'a>>) -> Option<String> {
+        let user = object?.used_by.as_ref()?;
         Some(format!("{} is used by {}", kind.noun(), user.describe()))
     }
 
@@ -508,19 +807,14 @@ impl<'a> Planner<'a> {
     /// The id a reference (a plan name or an id) of `kind` names: one the reference maps hold,
     /// else an exported object's, by its plan name or by its id.
     fn resolve(&self, kind: Kind, reference: &str) -> Option<Id<'a>> {
-        let made = match kind {
-            Kind::Site => &self.site_ids,
-            Kind::ProviderAccount => &self.account_ids,
-            Kind::Pool => &self.pool_ids,
-            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
-        };
-        if let Some(id) = made.get(reference) {
-            return Some(id.clone());
+        if let Some(named) = self.names(kind).get(&Key::new(reference)) {
+            let id = named.object.and_then(|o| o.id.as_deref());
+            if let Some(id) = id.map(Cow::Borrowed).or_else(|| named.made.clone()) {
+                return Some(id);
+            }
         }
-        let id = |o: &&'a ObjectRef<'a>| o.id.as_deref();
-        let by_name = self.objects.get(&(kind, reference)).and_then(id);
-        let by_id = || self.by_id.get(reference).filter(|o| o.kind == kind);
-        by_name.or_else(|| by_id().and_then(id)).map(Cow::Borrowed)
+        let id = self.by_id(kind, reference)?.id.as_deref()?;
+        Some(Cow::Borrowed(id))
     }
 
     /// True when two references name the same object (`fra` and `site_01…` may).
@@ -581,7 +875,10 @@ impl<'a> Planner<'a> {
                     ),
                 );
             }
-            let (mut before, mut after) = (Map::new(), Map::new());
+            // Sized once: growing each map and list cost more than filling them.
+            let n = diff.fields.len();
+            let (mut before, mut after) = (Map::with_capacity(n), Map::with_capacity(n));
+            change.fields.reserve_exact(n);
             for (name, was, now) in diff.fields {
                 change.fields.push(name.to_owned());
                 before.insert(name.to_owned(), was);
@@ -602,6 +899,15 @@ impl<'a> Planner<'a> {
             self.changes.last().is_none_or(|last| last.kind <= kind),
             "changes are made kind after kind"
         );
+        // Counted here, not in a pass over the plan's changes (megabytes of them) at the end.
+        let summary = &mut self.summary;
+        match change.action {
+            Action::Create => summary.create += 1,
+            Action::Update => summary.update += 1,
+            Action::Delete => summary.delete += 1,
+            Action::Unchanged => summary.unchanged += 1,
+        }
+        summary.blocked |= change.blocked;
         self.changes.push(change);
     }
 
@@ -614,9 +920,9 @@ impl<'a> Planner<'a> {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Site, &s.name)),
                         kind: s.kind,
-                        region: s.region.to_string(),
+                        region: s.region.as_str().to_owned(),
                     });
-                    let name = s.name.to_string();
+                    let name = s.name.as_str().to_owned();
                     self.record(
                         Kind::Site,
                         name,
@@ -633,7 +939,13 @@ impl<'a> Planner<'a> {
                     let mut diff = Diff::default();
                     diff.fixed("kind", &cur.kind, &s.kind);
                     diff.fixed("region", &cur.region, &s.region);
-                    self.update_or_unchanged(Kind::Site, s.name.to_string(), diff, notes, None);
+                    self.update_or_unchanged(
+                        Kind::Site,
+                        s.name.as_str().to_owned(),
+                        diff,
+                        notes,
+                        None,
+                    );
                 }
             }
         }
@@ -642,7 +954,7 @@ impl<'a> Planner<'a> {
                 let note = "sites are never deleted".to_owned();
                 self.record(
                     Kind::Site,
-                    cur.name.to_string(),
+                    cur.name.as_str().to_owned(),
                     Action::Delete,
                     None,
                     vec![note],
@@ -658,14 +970,14 @@ impl<'a> Planner<'a> {
     fn prune_delete(
         &mut self,
         kind: Kind,
-        export_name: String,
+        (export_name, object): (String, Option<&'a ObjectRef<'a>>),
         note: Option<String>,
         (step, call): (u8, fn(Delete) -> Call),
     ) {
         let delete = Delete {
             tenant_id: self.tenant.to_owned(),
-            id: self.existing_id(kind, &export_name).into_owned(),
-            if_revision: self.revision(kind, &export_name).unwrap_or(0),
+            id: self.id_or_derived(kind, object, &export_name).into_owned(),
+            if_revision: object.map_or(0, |o| o.revision),
         };
         let notes = note.into_iter().collect();
         let call = Some((step, call(delete)));
@@ -704,14 +1016,14 @@ impl<'a> Planner<'a> {
                         let call = Call::ProviderAccountCreate(ProviderAccountCreate {
                             tenant_id: self.tenant.to_owned(),
                             idempotency_key: Some(self.key(Kind::ProviderAccount, &a.name)),
-                            name: a.name.to_string(),
-                            provider: a.provider.to_string(),
+                            name: a.name.as_str().to_owned(),
+                            provider: a.provider.as_str().to_owned(),
                             config: to_strings(&a.config),
                         });
                         let step = step::PROVIDER_ACCOUNT_WRITE;
                         self.record(
                             Kind::ProviderAccount,
-                            a.name.to_string(),
+                            a.name.as_str().to_owned(),
                             Action::Create,
                             None,
                             notes,
@@ -741,7 +1053,7 @@ impl<'a> Planner<'a> {
                         let call = call.map(|call| (step::PROVIDER_ACCOUNT_WRITE, call));
                         self.update_or_unchanged(
                             Kind::ProviderAccount,
-                            a.name.to_string(),
+                            a.name.as_str().to_owned(),
                             diff,
                             notes,
                             call,
@@ -751,20 +1063,28 @@ impl<'a> Planner<'a> {
             }
         }
         if self.prune && self.doc.provider_accounts.is_some() {
-            // The pools that stay after this plan, by the provider account they use.
+            // The pools that stay after this plan, by the provider account they use: found on
+            // the first delete (most plans delete none).
             let pools = remaining(&self.doc.pools, &self.ex.config.pools);
-            let users = first_users(pools.iter().filter_map(|p| {
-                let id = self.resolve(Kind::ProviderAccount, p.provider_account.as_deref()?)?;
-                Some((id, p.name.as_str()))
-            }));
+            let mut users = None;
             for cur in self.cur_accounts.unmatched() {
-                let id = self.existing_id(Kind::ProviderAccount, &cur.name);
+                let users = users.get_or_insert_with(|| {
+                    first_users(pools.iter().filter_map(|p| {
+                        let account = p.provider_account.as_deref()?;
+                        Some((
+                            self.resolve(Kind::ProviderAccount, account)?,
+                            p.name.as_str(),
+                        ))
+                    }))
+                });
+                let object = self.object(Kind::ProviderAccount, &cur.name);
+                let id = self.id_or_derived(Kind::ProviderAccount, object, &cur.name);
                 let note = users
                     .get(&*id)
                     .map(|pool| format!("provider account is used by pool \"{pool}\""));
                 self.prune_delete(
                     Kind::ProviderAccount,
-                    cur.name.to_string(),
+                    (cur.name.as_str().to_owned(), object),
                     note,
                     (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
                 );
@@ -804,30 +1124,35 @@ impl<'a> Planner<'a> {
         if !(self.prune && self.doc.pools.is_some()) {
             return;
         }
-        // What stays after this plan, by the pool it uses.
+        // What stays after this plan, by the pool it uses: found on the first archive (most
+        // plans archive none).
         let flavors = remaining(&self.doc.flavors, &self.ex.config.flavors);
         let templates = remaining(
             &self.doc.sandbox_templates,
             &self.ex.config.sandbox_templates,
         );
-        let flavor_uses = flavors.iter().filter_map(|f| {
-            let id = self.resolve(Kind::Pool, &f.pool)?;
-            Some((id, PoolUser::Flavor(&f.pool, &f.name)))
-        });
-        let template_uses = templates.iter().filter_map(|t| {
-            let id = self.resolve(Kind::Pool, &t.pool)?;
-            Some((id, PoolUser::Template(&t.name)))
-        });
-        let users = first_users(flavor_uses.chain(template_uses));
+        let mut users = None;
         for cur in self.cur_pools.unmatched() {
-            let id = self.existing_id(Kind::Pool, &cur.name);
+            let users = users.get_or_insert_with(|| {
+                let flavor_uses = flavors.iter().filter_map(|f| {
+                    let id = self.resolve(Kind::Pool, &f.pool)?;
+                    Some((id, PoolUser::Flavor(&f.pool, &f.name)))
+                });
+                let template_uses = templates.iter().filter_map(|t| {
+                    let id = self.resolve(Kind::Pool, &t.pool)?;
+                    Some((id, PoolUser::Template(&t.name)))
+                });
+                first_users(flavor_uses.chain(template_uses))
+            });
+            let object = self.object(Kind::Pool, &cur.name);
+            let id = self.id_or_derived(Kind::Pool, object, &cur.name);
             let note = users
                 .get(&*id)
                 .map(PoolUser::note)
-                .or_else(|| self.used_elsewhere(Kind::Pool, &cur.name));
+                .or_else(|| self.used_elsewhere(Kind::Pool, object));
             self.prune_delete(
                 Kind::Pool,
-                cur.name.to_string(),
+                (cur.name.as_str().to_owned(), object),
                 note,
                 (step::POOL_ARCHIVE, Call::PoolArchive),
             );
@@ -889,12 +1214,11 @@ impl<'a> Planner<'a> {
                 // the same name, if any): a pool that has that id as its name (allowed while
                 // the archived one was gone) would make one reference mean both, and the
                 // server refuses the create.
+                let named = self.cur_pools.by_name.get(&Key::new(&pool_id));
                 if let Cow::Owned(id) = &pool_id
-                    && (self.cur_pools.by_name.contains_key(id.as_str())
-                        || self
-                            .pool_ids
-                            .get(id.as_str())
-                            .is_some_and(|other| other != id))
+                    && named.is_some_and(|n| {
+                        n.item.is_some() || n.made.as_ref().is_some_and(|other| other != id)
+                    })
                 {
                     notes.push(format!(
                         "its create would give it the id {id}, which pool \"{id}\" has as its name"
@@ -903,7 +1227,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolCreate(PoolCreate {
                     tenant_id: self.tenant.to_owned(),
                     idempotency_key: Some(self.key(Kind::Pool, &p.name)),
-                    site_id: site_id.map_or_else(|| p.site.to_string(), Cow::into_owned),
+                    site_id: site_id.map_or_else(|| p.site.as_str().to_owned(), Cow::into_owned),
                     class: p.class,
                     gpu_model: p.gpu_model.as_deref().map(str::to_owned),
                     provider_account_id: account_id.map(Cow::into_owned),
@@ -911,7 +1235,7 @@ impl<'a> Planner<'a> {
                 });
                 self.record(
                     Kind::Pool,
-                    p.name.to_string(),
+                    p.name.as_str().to_owned(),
                     Action::Create,
                     None,
                     notes,
@@ -958,7 +1282,7 @@ impl<'a> Planner<'a> {
                     })
                 });
                 let call = call.map(|call| (step::POOL_UPDATE_QUOTA, call));
-                self.update_or_unchanged(Kind::Pool, p.name.to_string(), diff, notes, call);
+                self.update_or_unchanged(Kind::Pool, p.name.as_str().to_owned(), diff, notes, call);
                 Some((existing, cur))
             }
         };
@@ -977,25 +1301,32 @@ impl<'a> Planner<'a> {
             Some((name, pool)) => (name, pool.owner_quota.as_ref().unwrap_or(&empty)),
             None => (p.name.as_str(), &empty),
         };
-        let set = |planner: &Self, resource: &str, max: Option<u64>| {
+        // `exists`: the entry is in the current quota.
+        let set = |planner: &Self, resource: &str, max: Option<u64>, exists: bool| {
             let existing = join(cur_name, ":", resource);
             Call::PoolSetOwnerQuota(PoolSetOwnerQuota {
                 tenant_id: planner.tenant.to_owned(),
                 pool_id: pool_id.to_owned(),
                 resource: resource.to_owned(),
                 max,
-                if_revision: cur_quota
-                    .contains_key(resource)
+                if_revision: exists
                     .then(|| planner.revision(Kind::OwnerQuota, &existing))
                     .flatten(),
             })
         };
         let step = step::POOL_UPDATE_QUOTA;
+        // Both quotas iterate in key order: one walk pairs each entry with the current one,
+        // with no search per entry.
+        let mut current = cur_quota.iter().peekable();
         for (resource, max) in quota {
             let name = join(&p.name, ":", resource);
-            match cur_quota.get(resource.as_str()) {
+            while current
+                .next_if(|(r, _)| r.as_str() < resource.as_str())
+                .is_some()
+            {}
+            match current.next_if(|(r, _)| r.as_str() == resource.as_str()) {
                 None => {
-                    let call = Some((step, set(self, resource, Some(*max))));
+                    let call = Some((step, set(self, resource, Some(*max), false)));
                     let notes = self.on_blocked_pool(pool_id, &p.name).into_iter().collect();
                     self.record(
                         Kind::OwnerQuota,
@@ -1007,18 +1338,27 @@ impl<'a> Planner<'a> {
                         call,
                     )
                 }
-                Some(before) => {
+                Some((_, before)) => {
                     let mut diff = Diff::default();
                     diff.field("max", before, max);
-                    let call = (!diff.is_empty()).then(|| (step, set(self, resource, Some(*max))));
+                    let call =
+                        (!diff.is_empty()).then(|| (step, set(self, resource, Some(*max), true)));
                     self.update_or_unchanged(Kind::OwnerQuota, name, diff, vec![], call);
                 }
             }
         }
         if self.prune {
-            for resource in cur_quota.keys().filter(|r| !quota.contains_key(r.as_str())) {
+            let mut wanted = quota.keys().peekable();
+            for resource in cur_quota.keys() {
+                while wanted.next_if(|r| r.as_str() < resource.as_str()).is_some() {}
+                if wanted
+                    .peek()
+                    .is_some_and(|r| r.as_str() == resource.as_str())
+                {
+                    continue;
+                }
                 let name = join(&p.name, ":", resource);
-                let call = Some((step, set(self, resource, None)));
+                let call = Some((step, set(self, resource, None, true)));
                 self.record(
                     Kind::OwnerQuota,
                     name,
@@ -1070,7 +1410,7 @@ impl<'a> Planner<'a> {
                 let call = Call::PoolOffer(PoolOffer {
                     tenant_id: planner.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
-                    tenant: o.tenant.to_string(),
+                    tenant: o.tenant.as_str().to_owned(),
                     quota: to_string_keys(&o.quota),
                     priority: o.priority,
                     if_revision: revision,
@@ -1104,13 +1444,13 @@ impl<'a> Planner<'a> {
                 let revision = self.revision(Kind::Offer, &export_name);
                 // The tenant's templates on the pool would lose it.
                 let notes: Vec<String> = self
-                    .used_elsewhere(Kind::Offer, &export_name)
+                    .used_elsewhere(Kind::Offer, self.object(Kind::Offer, &export_name))
                     .into_iter()
                     .collect();
                 let call = Call::PoolUnoffer(PoolUnoffer {
                     tenant_id: self.tenant.to_owned(),
                     pool_id: pool_id.to_owned(),
-                    tenant: o.tenant.to_string(),
+                    tenant: o.tenant.as_str().to_owned(),
                     if_revision: revision.unwrap_or(0),
                 });
                 let call = Some((step::UNOFFER, call));
@@ -1129,7 +1469,8 @@ impl<'a> Planner<'a> {
 
     fn flavors(&mut self) {
         let missing = self.missing(Section::Flavors);
-        let mut matched: HashSet<(&str, &str)> = HashSet::default();
+        // Which existing flavors a document flavor matched, by config index.
+        let mut matched = vec![false; self.flavor_objects.len()];
         // Each (pool id, flavor name) the document lists, by a hash of the pair, with the index
         // of the flavor that listed it first: a pool named by name and by id would otherwise get
         // the flavor twice. (A hash, not the pair: a derived pool id is owned, and cloning it per
@@ -1151,9 +1492,10 @@ impl<'a> Planner<'a> {
                 notes.push("this deployment does not serve flavors (vps module)".to_owned());
             } else if pool_id.is_none() {
                 notes.push(format!("unknown pool \"{}\"", f.pool));
-            } else if pool_id
-                .as_ref()
-                .is_some_and(|id| self.offered.contains(&**id))
+            } else if !self.offered.is_empty()
+                && pool_id
+                    .as_ref()
+                    .is_some_and(|id| self.offered.contains(&**id))
             {
                 notes.push(format!(
                     "pool \"{}\" is another tenant's, offered to this one: only its owner adds \
@@ -1183,17 +1525,17 @@ impl<'a> Planner<'a> {
                 }
             }
             let existing = pool_id.as_ref().and_then(|id| {
-                self.cur_flavors
-                    .get(&(id.clone(), f.name.as_str()))
-                    .copied()
+                let key = (id.clone(), f.name.as_str());
+                self.flavor_ids.get(&key).and_then(|flavor| flavor.current)
             });
             match existing {
                 None => {
                     let call = Call::FlavorCreate(FlavorCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::Flavor, &name)),
-                        pool_id: pool_id.map_or_else(|| f.pool.to_string(), Cow::into_owned),
-                        name: f.name.to_string(),
+                        pool_id: pool_id
+                            .map_or_else(|| f.pool.as_str().to_owned(), Cow::into_owned),
+                        name: f.name.as_str().to_owned(),
                         vcpu: f.vcpu,
                         memory_gib: f.memory_gib,
                         disk_gib: f.disk_gib,
@@ -1205,12 +1547,12 @@ impl<'a> Planner<'a> {
                         && let Some(pool) = self.resolve(Kind::Pool, &f.pool)
                     {
                         self.blocked_flavors
-                            .insert((pool.into_owned(), f.name.to_string()));
+                            .insert((pool.into_owned(), f.name.as_str().to_owned()));
                     }
                 }
-                Some(cur) => {
-                    matched.insert((cur.pool.as_str(), cur.name.as_str()));
-                    let cur_name = join(&cur.pool, "/", &cur.name);
+                Some(i) => {
+                    let cur = &slice(&self.ex.config.flavors)[i];
+                    matched[i] = true;
                     let mut diff = Diff::default();
                     diff.field("vcpu", &cur.vcpu, &f.vcpu);
                     diff.field("memoryGiB", &cur.memory_gib, &f.memory_gib);
@@ -1220,8 +1562,8 @@ impl<'a> Planner<'a> {
                     let call = (!diff.is_empty()).then(|| {
                         Call::FlavorUpdate(FlavorUpdate {
                             tenant_id: self.tenant.to_owned(),
-                            id: self.existing_id(Kind::Flavor, &cur_name).into_owned(),
-                            if_revision: self.revision(Kind::Flavor, &cur_name).unwrap_or(0),
+                            id: self.flavor_id(i).into_owned(),
+                            if_revision: self.flavor_objects[i].map_or(0, |o| o.revision),
                             vcpu: f.vcpu,
                             memory_gib: f.memory_gib,
                             disk_gib: f.disk_gib,
@@ -1235,28 +1577,47 @@ impl<'a> Planner<'a> {
         }
         if self.prune && self.doc.flavors.is_some() {
             // The templates that stay after this plan, by the flavor they use: deleting that
-            // flavor would leave them dangling.
+            // flavor would leave them dangling. Found on the first delete (most plans delete
+            // none).
             let templates = remaining(
                 &self.doc.sandbox_templates,
                 &self.ex.config.sandbox_templates,
             );
-            let users = first_users(templates.iter().filter_map(|t| {
-                let pool = self.resolve(Kind::Pool, &t.pool)?;
-                Some(((pool, t.flavor.as_str()), t.name.as_str()))
-            }));
-            for cur in slice(&self.ex.config.flavors) {
-                if matched.contains(&(cur.pool.as_str(), cur.name.as_str())) {
+            let mut users = None;
+            let current = slice(&self.ex.config.flavors);
+            if !self.flavors_distinct {
+                // Items of the same pool and name match together.
+                let pair = |f: &'a Flavor<'a>| (f.pool.as_str(), f.name.as_str());
+                let pairs: HashSet<_> = current
+                    .iter()
+                    .zip(&matched)
+                    .filter(|&(_, &m)| m)
+                    .map(|(f, _)| pair(f))
+                    .collect();
+                for (f, m) in current.iter().zip(&mut matched) {
+                    *m = pairs.contains(&pair(f));
+                }
+            }
+            for (i, cur) in current.iter().enumerate() {
+                if matched[i] {
                     continue;
                 }
+                let users = users.get_or_insert_with(|| {
+                    first_users(templates.iter().filter_map(|t| {
+                        let pool = self.resolve(Kind::Pool, &t.pool)?;
+                        Some(((pool, t.flavor.as_str()), t.name.as_str()))
+                    }))
+                });
                 let name = join(&cur.pool, "/", &cur.name);
+                let object = self.flavor_objects[i];
                 let note = self
                     .resolve(Kind::Pool, &cur.pool)
                     .and_then(|pool| users.get(&(pool, cur.name.as_str())))
                     .map(|user| format!("flavor is used by sandbox template \"{user}\""))
-                    .or_else(|| self.used_elsewhere(Kind::Flavor, &name));
+                    .or_else(|| self.used_elsewhere(Kind::Flavor, object));
                 self.prune_delete(
                     Kind::Flavor,
-                    name,
+                    (name, object),
                     note,
                     (step::FLAVOR_DELETE, Call::FlavorDelete),
                 );
@@ -1270,9 +1631,8 @@ impl<'a> Planner<'a> {
             let mut notes = Vec::new();
             let pool_id = self.resolve(Kind::Pool, &t.pool);
             let flavor_id = pool_id.as_ref().and_then(|p| {
-                self.flavor_ids
-                    .get(&(p.clone(), t.flavor.as_str()))
-                    .cloned()
+                let key = (p.clone(), t.flavor.as_str());
+                self.flavor_ids.get(&key).map(|flavor| flavor.id.clone())
             });
             if missing {
                 notes.push("this deployment does not run sandboxes (vps v0.5)".to_owned());
@@ -1289,21 +1649,23 @@ impl<'a> Planner<'a> {
                     && !self.blocked_flavors.is_empty()
                     && self
                         .blocked_flavors
-                        .contains(&(pool.to_string(), t.flavor.to_string()))
+                        .contains(&(pool.to_string(), t.flavor.as_str().to_owned()))
                 {
                     notes.push(format!("flavor \"{}/{}\" is blocked", t.pool, t.flavor));
                 }
             }
-            let flavor_id = flavor_id.map_or_else(|| t.flavor.to_string(), Cow::into_owned);
+            // Owned only by a call: most templates are unchanged.
+            let flavor_id = flavor_id.unwrap_or(Cow::Borrowed(&t.flavor));
             match self.existing(Kind::SandboxTemplate, &t.name) {
                 None => {
                     let call = Call::SandboxTemplateCreate(SandboxTemplateCreate {
                         tenant_id: self.tenant.to_owned(),
                         idempotency_key: Some(self.key(Kind::SandboxTemplate, &t.name)),
-                        name: t.name.to_string(),
-                        pool_id: pool_id.map_or_else(|| t.pool.to_string(), Cow::into_owned),
-                        flavor_id,
-                        image_id: t.image_id.to_string(),
+                        name: t.name.as_str().to_owned(),
+                        pool_id: pool_id
+                            .map_or_else(|| t.pool.as_str().to_owned(), Cow::into_owned),
+                        flavor_id: flavor_id.into_owned(),
+                        image_id: t.image_id.as_str().to_owned(),
                         env: t.env.as_ref().map(to_strings),
                         network: t.network,
                         warm: t.warm,
@@ -1311,7 +1673,7 @@ impl<'a> Planner<'a> {
                     let call = Some((step::TEMPLATE_WRITE, call));
                     self.record(
                         Kind::SandboxTemplate,
-                        t.name.to_string(),
+                        t.name.as_str().to_owned(),
                         Action::Create,
                         None,
                         notes,
@@ -1330,7 +1692,7 @@ impl<'a> Planner<'a> {
                         || {
                             let flavor = |pool: &str, name: &'a str| {
                                 let pool = self.resolve(Kind::Pool, pool)?;
-                                self.flavor_ids.get(&(pool, name))
+                                self.flavor_ids.get(&(pool, name)).map(|flavor| &flavor.id)
                             };
                             matches!((flavor(&cur.pool, &cur.flavor), flavor(&t.pool, &t.flavor)), (Some(a), Some(b)) if a == b)
                         };
@@ -1358,8 +1720,8 @@ impl<'a> Planner<'a> {
                             if_revision: self
                                 .revision(Kind::SandboxTemplate, existing)
                                 .unwrap_or(0),
-                            flavor_id,
-                            image_id: t.image_id.to_string(),
+                            flavor_id: flavor_id.into_owned(),
+                            image_id: t.image_id.as_str().to_owned(),
                             env: t.env.as_ref().map(to_strings),
                             network: t.network,
                             warm: t.warm,
@@ -1368,7 +1730,7 @@ impl<'a> Planner<'a> {
                     let call = call.map(|call| (step::TEMPLATE_WRITE, call));
                     self.update_or_unchanged(
                         Kind::SandboxTemplate,
-                        t.name.to_string(),
+                        t.name.as_str().to_owned(),
                         diff,
                         notes,
                         call,
@@ -1378,9 +1740,10 @@ impl<'a> Planner<'a> {
         }
         if self.prune && self.doc.sandbox_templates.is_some() {
             for cur in self.cur_templates.unmatched() {
+                let object = self.object(Kind::SandboxTemplate, &cur.name);
                 self.prune_delete(
                     Kind::SandboxTemplate,
-                    cur.name.to_string(),
+                    (cur.name.as_str().to_owned(), object),
                     None,
                     (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
                 );
@@ -1397,36 +1760,81 @@ impl<'a> Planner<'a> {
             let list = &mut changes[start..start + len];
             // Document<'a> items, then prune deletes: a few sorted runs (names in the order a
             // person numbers them, `site-9` then `site-10`), which the stable sort merges.
-            if !list.is_sorted_by(|a, b| a.name <= b.name) {
-                list.sort_by(|a, b| a.name.cmp(&b.name));
+            if !list.is_sorted_by(|a, b| cmp_names(&a.name, &b.name).is_le()) {
+                list.sort_by(|a, b| cmp_names(&a.name, &b.name));
             }
             start += len;
         }
         let mut calls = self.calls;
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
         let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();
-        let mut summary = Summary::default();
-        for change in &changes {
-            match change.action {
-                Action::Create => summary.create += 1,
-                Action::Update => summary.update += 1,
-                Action::Delete => summary.delete += 1,
-                Action::Unchanged => summary.unchanged += 1,
-            }
-            summary.blocked |= change.blocked;
-        }
         Plan {
-            plan_hash: plan_hash(&calls),
+            plan_hash: PlanHash::of_calls(&calls),
             changes,
             calls,
-            summary,
+            summary: self.summary,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::PoolUser;
+    use super::{Key, PoolUser};
+
+    #[test]
+    fn heads_are_the_first_16_bytes_padded_with_zeros() {
+        let text = "0123456789abcdefghij";
+        for n in 0..=text.len() {
+            let mut padded = [0u8; 16];
+            let len = n.min(16);
+            padded[..len].copy_from_slice(&text.as_bytes()[..len]);
+            assert_eq!(super::head(&text[..n]), u128::from_be_bytes(padded), "{n}");
+        }
+    }
+
+    #[test]
+    fn keys_are_equal_exactly_when_their_names_are() {
+        let names = [
+            "",
+            "a",
+            "a\0",
+            "a\0\0",
+            "ab",
+            "pool-1",
+            "pool-10",
+            "pool-123",
+            "pool-123\0",
+            "pool-123:",
+            "pool-124:",
+            "pool-123:disk",
+            "pool-123:gpu",
+            "0123456789abcde",
+            "0123456789abcdf",
+            "0123456789abcdef",
+            "0123456789abcdeg",
+            "0123456789abcdef0",
+            "0123456789abcdef1",
+            "0123456789abcdef\0",
+        ];
+        let hash = |key: &Key| {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<crate::hash::FxHasher>::default().hash_one(key)
+        };
+        for a in names {
+            for b in names {
+                let (x, y) = (Key::new(a), Key::new(b));
+                assert_eq!(x == y, a == b, "{a:?} vs {b:?}");
+                if a == b {
+                    assert_eq!(hash(&x), hash(&y));
+                }
+                assert_eq!(
+                    x.head.cmp(&y.head).then(a.cmp(b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn pool_users_sort_as_their_notes_do() {
