@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 mod direct;
 pub use direct::{CanonicalError, to_canonical};
-pub(crate) use direct::{Sorted, calls_to_canonical};
 
 /// Lowercase hex SHA-256 of a call list's canonical JSON.
 #[derive(
@@ -25,13 +24,6 @@ impl PlanHash {
     /// `Serialize` (the same hash as [`PlanHash::of`] its `serde_json::Value`).
     pub fn of_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Self, CanonicalError> {
         Ok(PlanHash(sha256_hex(to_canonical(value)?.as_bytes())))
-    }
-
-    /// The hash of a call list, as [`PlanHash::of_serialize`] gives it, written faster
-    /// ([`calls_to_canonical`]).
-    pub(crate) fn of_calls(calls: &[crate::calls::Call]) -> Self {
-        let json = calls_to_canonical(calls).expect("calls always serialize");
-        PlanHash(sha256_hex(json.as_bytes()))
     }
 
     /// The shape of every planHash: 64 lowercase hexadecimal digits. Anything else can never

@@ -8,7 +8,6 @@
 //! property test holds it to that.
 
 use super::{utf16_cmp, write_f64, write_i64, write_string, write_u64};
-use crate::calls::Call;
 use serde::ser::{self, Serialize};
 use std::fmt;
 
@@ -28,85 +27,6 @@ pub fn to_canonical<T: Serialize + ?Sized>(value: &T) -> Result<String, Canonica
     let mut jcs = Jcs::default();
     value.serialize(&mut jcs)?;
     Ok(jcs.out)
-}
-
-/// The canonical JSON of a call list, as `to_canonical(calls)` writes it, without reordering:
-/// each call writes its members in JCS order itself ([`Call::write_canonical`]). A plan hashes
-/// its calls every time, and sorting every object's members cost most of the hash.
-pub(crate) fn calls_to_canonical(calls: &[Call]) -> Result<String, CanonicalError> {
-    let mut jcs = Jcs::default();
-    let mut array = jcs.array("]");
-    for call in calls {
-        if !array.first {
-            array.jcs.out.push(',');
-        }
-        array.first = false;
-        array.jcs.out.push('{');
-        call.write_canonical(&mut Sorted {
-            jcs: array.jcs,
-            first: true,
-        })?;
-        array.jcs.out.push('}');
-    }
-    array.end()?;
-    Ok(jcs.out)
-}
-
-/// The members of an object, given in JCS order by the caller (`a` before `b`, by UTF-16
-/// code units): written as they come.
-pub(crate) struct Sorted<'j> {
-    jcs: &'j mut Jcs,
-    first: bool,
-}
-
-impl Sorted<'_> {
-    fn key(&mut self, key: &str) {
-        if !self.first {
-            self.jcs.out.push(',');
-        }
-        self.first = false;
-        write_string(&mut self.jcs.out, key);
-        self.jcs.out.push(':');
-    }
-
-    /// The member `key`, its value written canonically (an object in it sorted as usual).
-    pub(crate) fn member<T: Serialize + ?Sized>(
-        &mut self,
-        key: &str,
-        value: &T,
-    ) -> Result<&mut Self, CanonicalError> {
-        self.key(key);
-        value.serialize(&mut *self.jcs)?;
-        Ok(self)
-    }
-
-    /// The member `key` when `value` is some (a field serde skips when none).
-    pub(crate) fn some<T: Serialize>(
-        &mut self,
-        key: &str,
-        value: &Option<T>,
-    ) -> Result<&mut Self, CanonicalError> {
-        match value {
-            Some(value) => self.member(key, value),
-            None => Ok(self),
-        }
-    }
-
-    /// The member `key`, an object whose members `members` writes in JCS order.
-    pub(crate) fn object(
-        &mut self,
-        key: &str,
-        members: impl FnOnce(&mut Sorted<'_>) -> Result<(), CanonicalError>,
-    ) -> Result<&mut Self, CanonicalError> {
-        self.key(key);
-        self.jcs.out.push('{');
-        members(&mut Sorted {
-            jcs: &mut *self.jcs,
-            first: true,
-        })?;
-        self.jcs.out.push('}');
-        Ok(self)
-    }
 }
 
 /// One member of an object being written: its raw key (a range of `keys`) and its value's

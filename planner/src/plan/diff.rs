@@ -5,13 +5,12 @@
 //! plan name), or an exported object by its id. An item the document creates is named in later
 //! calls by its deterministic id, so the calls of one plan chain without a round trip.
 
-use super::{Action, Change, Plan, PlanOptions, Summary};
+use super::{Action, Change, Plan, PlanOptions, Summary, plan_hash};
 use crate::calls::{
     Call, Delete, FlavorCreate, FlavorUpdate, PoolCreate, PoolOffer, PoolSetOwnerQuota,
     PoolUnoffer, PoolUpdate, ProviderAccountCreate, ProviderAccountUpdate, SandboxTemplateCreate,
     SandboxTemplateUpdate, SiteCreate,
 };
-use crate::canonical::PlanHash;
 use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTemplate, Site};
 use crate::export::{Export, Kind, ObjectRef, Section};
 use crate::hash::{HashMap, HashSet};
@@ -1769,7 +1768,7 @@ impl<'a> Planner<'a> {
         calls.sort_by(|a, b| (a.0, &a.1, a.2.method()).cmp(&(b.0, &b.1, b.2.method())));
         let calls: Vec<Call> = calls.into_iter().map(|(_, _, call)| call).collect();
         Plan {
-            plan_hash: PlanHash::of_calls(&calls),
+            plan_hash: plan_hash(&calls),
             changes,
             calls,
             summary: self.summary,
