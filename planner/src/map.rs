@@ -290,7 +290,10 @@ mod tests {
         assert_eq!(format!("{map:?}"), r#"{"gpu": 2, "vcpu": 8}"#);
         let repeated: Map<String, u64> = serde_json::from_str(r#"{"a": 1, "a": 2}"#).unwrap();
         assert_eq!(repeated, Map::from([("a".to_owned(), 2)]));
-        assert_eq!(BTreeMap::from(repeated), BTreeMap::from([("a".to_owned(), 2)]));
+        assert_eq!(
+            BTreeMap::from(repeated),
+            BTreeMap::from([("a".to_owned(), 2)])
+        );
     }
 
     #[cfg(not(target_arch = "wasm32"))]

@@ -2040,7 +2040,10 @@ mod tests {
     async fn db(dir: &std::path::Path, postgres: bool) -> Db {
         let url = if postgres {
             let base = std::env::var("BETTER_COMPUTE_TEST_POSTGRES").unwrap();
-            let name = format!("bc_objects_{}_{}", std::process::id(), now_ms());
+            // Tests run in parallel: a counter keeps two databases of one millisecond apart.
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let name = format!("bc_objects_{}_{}_{n}", std::process::id(), now_ms());
             sqlx::any::install_default_drivers();
             let mut conn = AnyConnection::connect(&base).await.unwrap();
             sqlx::query(&format!("CREATE DATABASE {name}"))
