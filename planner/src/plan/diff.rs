@@ -64,6 +64,11 @@ fn twice(kind: Kind, earlier: &str) -> String {
     )
 }
 
+/// The id fleet gives the item `name` of `kind` that `caller` creates in `tenant`.
+fn derived_id(tenant: &str, caller: &str, kind: Kind, name: &str) -> String {
+    ids::derive_id(kind, caller, &ids::idempotency_key(tenant, kind, name))
+}
+
 /// `a` + `sep` + `b`, the shape of every composite plan name, without the formatting machinery
 /// (it runs once per owner quota, offer and flavor).
 fn join(a: &str, sep: &str, b: &str) -> String {
@@ -560,17 +565,29 @@ impl<'a> Planner<'a> {
         planner
     }
 
-    /// The names of a kind that references name: sites, provider accounts, pools.
-    fn names(&self, kind: Kind) -> &HashMap<Key<'a>, Named<'a>> {
+    /// The names of a kind with one entry per name: sites, provider accounts, pools and
+    /// sandbox templates (quotas, offers and flavors are keyed by more than a name).
+    fn by_name(&self, kind: Kind) -> Option<&HashMap<Key<'a>, Named<'a>>> {
         match kind {
-            Kind::Site => &self.cur_sites.by_name,
-            Kind::ProviderAccount => &self.cur_accounts.by_name,
-            Kind::Pool => &self.cur_pools.by_name,
-            _ => unreachable!("only sites, provider accounts and pools are referenced by name"),
+            Kind::Site => Some(&self.cur_sites.by_name),
+            Kind::ProviderAccount => Some(&self.cur_accounts.by_name),
+            Kind::Pool => Some(&self.cur_pools.by_name),
+            Kind::SandboxTemplate => Some(&self.cur_templates.by_name),
+            Kind::OwnerQuota | Kind::Offer | Kind::Flavor => None,
         }
     }
 
-    /// Gives the name `name` of `kind` the id `id` (see [`Self::index_ids`]).
+    /// The names of a kind that references name: sites, provider accounts, pools.
+    fn names(&self, kind: Kind) -> &HashMap<Key<'a>, Named<'a>> {
+        match kind {
+            Kind::Site | Kind::ProviderAccount | Kind::Pool => self.by_name(kind),
+            _ => None,
+        }
+        .expect("only sites, provider accounts and pools are referenced by name")
+    }
+
+    /// Gives the name `name` of `kind` (referenced by name) the id `id` (see
+    /// [`Self::index_ids`]).
     fn make(&mut self, kind: Kind, name: &'a str, id: Id<'a>) {
         let names = match kind {
             Kind::Site => &mut self.cur_sites.by_name,
@@ -683,10 +700,11 @@ impl<'a> Planner<'a> {
                 continue;
             };
             // An existing flavor's id is in already, under this very key (the loop above).
+            // (The id is derived by a free function: the entry below holds `self` borrowed.)
             let (tenant, caller) = (self.tenant, &self.ex.caller);
             let id = || {
-                let key = ids::idempotency_key(tenant, Kind::Flavor, &join(&f.pool, "/", &f.name));
-                Cow::Owned(ids::derive_id(Kind::Flavor, caller, &key))
+                let name = join(&f.pool, "/", &f.name);
+                Cow::Owned(derived_id(tenant, caller, Kind::Flavor, &name))
             };
             match self.flavor_ids.entry((pool, &f.name)) {
                 hash_map::Entry::Occupied(known) if known.get().current.is_some() => {}
@@ -704,13 +722,7 @@ impl<'a> Planner<'a> {
     /// exported object of that kind): its index among the current items of its kind, and its
     /// export name. Found once, so the caller neither looks it up again nor by name.
     fn existing(&self, kind: Kind, name: &'a str) -> Option<(usize, &'a str)> {
-        let by_name = match kind {
-            Kind::Site => &self.cur_sites.by_name,
-            Kind::ProviderAccount => &self.cur_accounts.by_name,
-            Kind::Pool => &self.cur_pools.by_name,
-            Kind::SandboxTemplate => &self.cur_templates.by_name,
-            _ => return None,
-        };
+        let by_name = self.by_name(kind)?;
         if let Some(i) = by_name.get(&Key::new(name)).and_then(|n| n.item) {
             return Some((i, name));
         }
@@ -724,22 +736,20 @@ impl<'a> Planner<'a> {
     /// The exported object of `kind` named `export_name` (a flavor's is found by its config
     /// item: [`Self::flavor_objects`]).
     fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
-        let by_name = match kind {
+        match kind {
             Kind::OwnerQuota | Kind::Offer => {
                 let wanted = Entry::new(kind, export_name, None);
-                return self
-                    .entries
+                self.entries
                     .binary_search_by(|e| e.cmp(&wanted))
                     .ok()
-                    .and_then(|i| self.entries[i].object);
+                    .and_then(|i| self.entries[i].object)
             }
             Kind::Flavor => unreachable!("a flavor's object is found by its config item"),
-            Kind::Site => &self.cur_sites.by_name,
-            Kind::ProviderAccount => &self.cur_accounts.by_name,
-            Kind::Pool => &self.cur_pools.by_name,
-            Kind::SandboxTemplate => &self.cur_templates.by_name,
-        };
-        by_name.get(&Key::new(export_name)).and_then(|n| n.object)
+            _ => self
+                .by_name(kind)?
+                .get(&Key::new(export_name))
+                .and_then(|n| n.object),
+        }
     }
 
     /// The id of an existing item by its export name.
@@ -785,7 +795,7 @@ impl<'a> Planner<'a> {
     }
 
     fn derived_id(&self, kind: Kind, name: &str) -> String {
-        ids::derive_id(kind, &self.ex.caller, &self.key(kind, name))
+        derived_id(self.tenant, &self.ex.caller, kind, name)
     }
 
     fn revision(&self, kind: Kind, export_name: &str) -> Option<u64> {
