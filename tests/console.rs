@@ -1280,6 +1280,120 @@ async fn a_long_document_is_planned_outside_the_editor() {
     browser.close().await;
 }
 
+/// Pastes `text` as a person's paste does: a `paste` event with the text on its clipboard,
+/// dispatched on the focused element (`css`). Answers whether the page took it (a browser
+/// inserts the text of a paste the page did not prevent; a script's event inserts nothing).
+async fn paste_event(browser: &Browser, css: &str, text: &str) -> bool {
+    let taken = browser
+        .execute(
+            "const [css, text] = arguments; const target = document.querySelector(css); \
+             target.focus(); const data = new DataTransfer(); data.setData('text/plain', text); \
+             const paste = new ClipboardEvent('paste', \
+               { clipboardData: data, bubbles: true, cancelable: true }); \
+             target.dispatchEvent(paste); return paste.defaultPrevented;",
+            vec![json!(css), json!(text)],
+        )
+        .await
+        .unwrap();
+    taken.as_bool().unwrap()
+}
+
+/// The editor's text.
+async fn editor_value(browser: &Browser) -> String {
+    let value = browser
+        .execute("return document.querySelector('#document').value;", vec![])
+        .await
+        .unwrap();
+    value.as_str().unwrap().to_owned()
+}
+
+/// A paste too long for the editor is held outside it, as a long file is: the text is what
+/// the paste would have made (the pasted text in place of the selection, counted in UTF-16
+/// units past a non-ASCII character), it is planned (the planHash equals the server's), a
+/// paste over the held document replaces it, and a short paste is left to the browser.
+#[tokio::test]
+async fn a_long_paste_is_held_outside_the_editor() {
+    let (server, admin, _keys) = demo_server("console-long-paste-key");
+    let document = long_document("eu-west");
+    let text = serde_json::to_string_pretty(&document).unwrap();
+    assert!(text.len() > 256 * 1024, "{} bytes", text.len());
+    let browser = signed_in(&server, &admin).await;
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+
+    // Into a selection: "é[X]!" with X selected.
+    paste(&browser, "éX!").await;
+    browser
+        .execute(
+            "document.querySelector('#document').setSelectionRange(1, 2);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        paste_event(&browser, "#document", &text).await,
+        "the page takes a long paste"
+    );
+    let held = wait_text(&browser, "#held", |t| t.contains("The pasted text")).await;
+    let lines = text.lines().count();
+    assert!(held.contains(&format!("{lines} lines")), "{held}");
+    assert!(
+        !wait_for(&browser, "#document")
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        editor_value(&browser).await,
+        "",
+        "the editor lays out nothing"
+    );
+    // "é" + the document + "!" is no JSON: the problem is shown, nothing is planned.
+    wait_text(&browser, "#validation", |t| !t.trim().is_empty()).await;
+    click(&browser, "#edit-here").await;
+    assert_eq!(editor_value(&browser).await, format!("é{text}!"));
+
+    // Over everything, selected: the document alone, planned as the server plans it.
+    browser
+        .execute("document.querySelector('#document').select();", vec![])
+        .await
+        .unwrap();
+    assert!(paste_event(&browser, "#document", &text).await);
+    wait_text(&browser, "#held", |t| t.contains("The pasted text")).await;
+    let page_hash = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    let server_plan = ok(
+        &server,
+        &admin,
+        "fleet.plan",
+        json!({ "tenantId": "root", "config": document, "prune": false }),
+    )
+    .await;
+    assert_eq!(page_hash, server_plan["planHash"].as_str().unwrap());
+
+    // A paste over the held document (the focus on "Edit here") replaces it, short or long.
+    assert!(paste_event(&browser, "#edit-here", "{\"version\": 1}").await);
+    let editor = wait_for(&browser, "#document").await;
+    for _ in 0..100 {
+        if editor.is_displayed().await.unwrap() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        editor.is_displayed().await.unwrap(),
+        "a short text is in the editor"
+    );
+    assert_eq!(editor_value(&browser).await, "{\"version\": 1}");
+    wait_text(&browser, "#plan-summary", |t| t.starts_with("0 to create")).await;
+
+    // A short paste into the editor is the browser's to insert.
+    assert!(!paste_event(&browser, "#document", "{}").await);
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
 /// Presses `key` on the focused element.
 async fn press(browser: &Browser, key: Key) {
     browser

@@ -14,9 +14,9 @@ use leptos::task::spawn_local;
 use planner::{Document, Invalid, Plan, PlanOptions};
 use wasm_bindgen::{JsCast, JsValue};
 
-/// Above this size a document from a file or the export is not written into the editor:
-/// Chromium takes over a second to lay out a textarea holding a megabyte. It is validated and
-/// planned as it is, and "Edit here" puts it in the editor when asked.
+/// Above this size a document from a file, the export or a paste is not written into the
+/// editor: Chromium takes over a second to lay out a textarea holding a megabyte. It is
+/// validated and planned as it is, and "Edit here" puts it in the editor when asked.
 const EDIT_LIMIT: usize = 256 * 1024;
 
 /// Where the apply stands.
@@ -241,16 +241,60 @@ pub fn PlanView() -> impl IntoView {
     let editor = NodeRef::<html::Textarea>::new();
     // True while the document is held outside the editor (see EDIT_LIMIT).
     let held = RwSignal::new(false);
-    // `raw`: the file's bytes, when they are not UTF-8 (`value` is the browser's reading).
-    let load_text = move |value: String, bytes: Option<Vec<u8>>| {
-        not_utf8.set_value(bytes.is_some());
-        raw.set_value(bytes);
+    // The held document came from a paste (the page names the file, or else the export).
+    let pasted = StoredValue::new(false);
+    // A new text: in the editor, or held outside it when it is long.
+    let show_text = move |value: String| {
         let hold = value.len() > EDIT_LIMIT;
         if let Some(editor) = editor.get_untracked() {
             editor.set_value(if hold { "" } else { &value });
         }
         held.set(hold);
         set_text(value);
+    };
+    // `raw`: the file's bytes, when they are not UTF-8 (`value` is the browser's reading).
+    let load_text = move |value: String, bytes: Option<Vec<u8>>| {
+        not_utf8.set_value(bytes.is_some());
+        raw.set_value(bytes);
+        pasted.set_value(false);
+        show_text(value);
+    };
+    // Typed or pasted text: no longer the uploaded file. A file's U+FFFD stays a problem
+    // until it is gone (see `not_utf8`).
+    let edited = move |value: &str| {
+        file_name.set(None);
+        raw.set_value(None);
+        if replacement_at(value).is_none() {
+            not_utf8.set_value(false);
+        }
+    };
+    // A paste the editor would take a second or more to lay out is held instead, as a long
+    // file is: the text the paste would have made (the pasted text in place of the
+    // selection). Over a held document, any paste replaces it (the focus is then on "Edit
+    // here"). Shorter pastes into the editor are left to the browser.
+    let paste = move |ev: leptos::ev::ClipboardEvent| {
+        let Some(pasted_text) = ev.clipboard_data().and_then(|d| d.get_data("text").ok()) else {
+            return;
+        };
+        let into_editor = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlTextAreaElement>().ok());
+        let value = match into_editor {
+            Some(_) if held.get_untracked() => return,
+            Some(_) if pasted_text.len() <= EDIT_LIMIT => return,
+            Some(editor) => {
+                let value = editor.value();
+                let start = byte_offset(&value, editor.selection_start().ok().flatten());
+                let end = byte_offset(&value, editor.selection_end().ok().flatten()).max(start);
+                [&value[..start], pasted_text.as_str(), &value[end..]].concat()
+            }
+            None if held.get_untracked() => pasted_text,
+            None => return,
+        };
+        ev.prevent_default();
+        edited(&value);
+        pasted.set_value(true);
+        show_text(value);
     };
     // A held document into the editor, shown now, not when the attribute's effect runs: a
     // hidden element takes no focus.
@@ -416,6 +460,7 @@ pub fn PlanView() -> impl IntoView {
                     dragging.set(true);
                 }
                 on:dragleave=move |_| dragging.set(false)
+                on:paste=paste
                 on:drop=move |ev: leptos::ev::DragEvent| {
                     ev.prevent_default();
                     dragging.set(false);
@@ -430,7 +475,17 @@ pub fn PlanView() -> impl IntoView {
                 </label>
                 <div id="held" class="held" hidden=move || !held.get()>
                     <p role="status">
-                        {move || held.get().then(|| text.with(|t| held_line(file_name.get().as_deref(), t)))}
+                        {move || {
+                            held.get().then(|| {
+                                let from = file_name.get();
+                                let from = match from.as_deref() {
+                                    Some(name) => name,
+                                    None if pasted.get_value() => "The pasted text",
+                                    None => "The export",
+                                };
+                                text.with(|t| held_line(from, t))
+                            })
+                        }}
                     </p>
                     <button id="edit-here" type="button" class="secondary" on:click=move |_| edit_here()>
                         "Edit here"
@@ -446,13 +501,8 @@ pub fn PlanView() -> impl IntoView {
                     aria-describedby="validation"
                     node_ref=editor
                     on:input=move |ev| {
-                        // Typed or pasted text is no longer the uploaded file.
-                        file_name.set(None);
-                        raw.set_value(None);
                         let value = event_target_value(&ev);
-                        if replacement_at(&value).is_none() {
-                            not_utf8.set_value(false);
-                        }
+                        edited(&value);
                         set_text(value);
                     }
                 />
@@ -532,16 +582,15 @@ pub fn PlanView() -> impl IntoView {
     }
 }
 
-/// What the page says of a document it holds outside the editor: where it came from, its
-/// size and lines.
-fn held_line(file: Option<&str>, text: &str) -> String {
+/// What the page says of a document it holds outside the editor: where it came from (a
+/// file's name, the export, a paste), its size and lines.
+fn held_line(from: &str, text: &str) -> String {
     let lines = text.lines().count();
     let kib = text.len().div_ceil(1024);
     let size = match kib {
         0..1024 => format!("{kib} KiB"),
         _ => format!("{:.1} MiB", kib as f64 / 1024.0),
     };
-    let from = file.unwrap_or("The export");
     format!(
         "{from}: {size}, {lines} lines, validated and planned as it is. It is not shown \
          in the editor, where a document this long takes the browser a second or more to lay \
@@ -705,6 +754,22 @@ fn editor_offset(text: &str, at: usize) -> Option<u32> {
         previous = byte;
     }
     Some(units)
+}
+
+/// The byte offset in `text` of a textarea's offset `units` (UTF-16 units of the text as the
+/// textarea holds it); the end for none or past the end.
+fn byte_offset(text: &str, units: Option<u32>) -> usize {
+    let Some(units) = units else {
+        return text.len();
+    };
+    let mut seen = 0;
+    for (at, c) in text.char_indices() {
+        if seen >= units {
+            return at;
+        }
+        seen += c.len_utf16() as u32;
+    }
+    text.len()
 }
 
 /// How many changes of each kind the plan shows before "Show all".
@@ -1132,7 +1197,7 @@ fn download_export(console: Console) {
 
 #[cfg(test)]
 mod tests {
-    use super::editor_offset;
+    use super::{byte_offset, editor_offset};
 
     /// At every character boundary, the offset is the UTF-16 length of the text before it as
     /// a textarea holds it ("\r\n" as "\n"); inside a character there is none.
@@ -1146,5 +1211,27 @@ mod tests {
             assert_eq!(editor_offset(text, at), expected, "at byte {at}");
         }
         assert_eq!(editor_offset(text, text.find("1.5").unwrap()), Some(34));
+    }
+
+    /// The inverse, for a textarea's text (no "\r"): every UTF-16 offset of a character
+    /// boundary is its byte; one inside a surrogate pair is the character's end.
+    #[test]
+    fn byte_offsets_of_a_textareas_utf16_offsets() {
+        let text = "{\n  \"region\": \"Zürich 🏔\"\n}";
+        for (at, _) in text.char_indices() {
+            assert_eq!(
+                byte_offset(text, editor_offset(text, at)),
+                at,
+                "at byte {at}"
+            );
+        }
+        let mountain = text.find('🏔').unwrap();
+        let units = editor_offset(text, mountain).unwrap();
+        assert_eq!(
+            byte_offset(text, Some(units + 1)),
+            mountain + '🏔'.len_utf8()
+        );
+        assert_eq!(byte_offset(text, Some(10_000)), text.len());
+        assert_eq!(byte_offset(text, None), text.len());
     }
 }
