@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the planner as WebAssembly (feature `wasm`) and packages it with the installed
-# wasm-bindgen CLI: pkg-node/ (`--target nodejs`) and pkg-bundler/ (`--target bundler`).
+# Builds the planner as WebAssembly (features `wasm` and `allocator`) and packages it with the
+# installed wasm-bindgen CLI: pkg-node/ (`--target nodejs`) and pkg-bundler/ (`--target bundler`).
 #
 #   planner/js/build.sh            # release profile (fast code, for tests and benchmarks)
 #   PROFILE=wasm-release build.sh  # the console's size-first profile
@@ -28,7 +28,7 @@ if [[ -n "$want" && "$want" != "$have" ]]; then
 fi
 
 CARGO_PROFILE_RELEASE_LTO="${CARGO_PROFILE_RELEASE_LTO:-fat}" CARGO_PROFILE_RELEASE_CODEGEN_UNITS="${CARGO_PROFILE_RELEASE_CODEGEN_UNITS:-1}" \
-  cargo build --manifest-path "$root/Cargo.toml" -p planner --features wasm \
+  cargo build --manifest-path "$root/Cargo.toml" -p planner --features wasm,allocator \
   --target wasm32-unknown-unknown --profile "$profile"
 wasm="$target_dir/wasm32-unknown-unknown/$profile/planner.wasm"
 

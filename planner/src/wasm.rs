@@ -16,12 +16,6 @@ use js_sys::{JSON, Reflect};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-// A plan allocates per item read and per change written: talc is faster than wasm32's
-// default dlmalloc there (6-9% of a maximal plan) and smaller (planner/js/README.md).
-#[cfg(target_arch = "wasm32")]
-#[global_allocator]
-static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
-
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
 /** A JSON document given as text, as UTF-8 bytes, or as a plain object. */

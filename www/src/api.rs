@@ -580,11 +580,12 @@ pub async fn fleet_events(key: &str, tenant: &str) -> Result<Vec<Event>, ApiErro
 mod tests {
     use super::{ApiError, envelope};
     use serde_json::json;
+    use wasm_bindgen_test::wasm_bindgen_test;
 
     /// An error answered with status 200 is the same error as one answered with its status;
     /// a `fleet.status` whose last check failed (an `error` without a code, next to the
     /// tenant) is no error.
-    #[test]
+    #[wasm_bindgen_test]
     fn only_the_error_envelope_is_an_error() {
         let body = json!({ "error": { "code": "CONFIG_DRIFT", "message": "the fleet moved",
                                       "details": { "planHash": "abc" } } });

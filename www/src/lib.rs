@@ -13,3 +13,8 @@ pub mod markup;
 pub mod plan;
 pub mod signin;
 pub mod state;
+
+// The unit tests run as wasm in headless Chromium, as the component tests do (`scripts/test`);
+// a plain `#[test]` is never run by wasm-bindgen's test runner.
+#[cfg(test)]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);

@@ -1198,10 +1198,11 @@ fn download_export(console: Console) {
 #[cfg(test)]
 mod tests {
     use super::{byte_offset, editor_offset};
+    use wasm_bindgen_test::wasm_bindgen_test;
 
     /// At every character boundary, the offset is the UTF-16 length of the text before it as
     /// a textarea holds it ("\r\n" as "\n"); inside a character there is none.
-    #[test]
+    #[wasm_bindgen_test]
     fn editor_offsets_are_utf16_units_of_the_text_a_textarea_holds() {
         let text = "{\r\n  \"region\": \"Zürich 🏔\",\r\n  \"x\": 1.5\n}\r";
         for at in 0..=text.len() {
@@ -1215,7 +1216,7 @@ mod tests {
 
     /// The inverse, for a textarea's text (no "\r"): every UTF-16 offset of a character
     /// boundary is its byte; one inside a surrogate pair is the character's end.
-    #[test]
+    #[wasm_bindgen_test]
     fn byte_offsets_of_a_textareas_utf16_offsets() {
         let text = "{\n  \"region\": \"Zürich 🏔\"\n}";
         for (at, _) in text.char_indices() {
