@@ -13,5 +13,7 @@
 //!
 //! The planner crate holds everything the browser and the server must agree on.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod server;

@@ -15,6 +15,8 @@
 //! - [`map`]: the model's small maps, one sorted vector each.
 //! - [`canonical`]: RFC 8785 canonical JSON and SHA-256.
 
+#![warn(missing_docs)]
+
 pub mod calls;
 pub mod canonical;
 pub mod document;

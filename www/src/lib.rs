@@ -4,6 +4,8 @@
 //!
 //! `main.rs` only mounts [`app::App`]; all HTTP is in [`api`]; one module per view.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod app;
 pub mod changes;

@@ -125,7 +125,10 @@ fn error_html(e: &ApiError) -> String {
 
 /// Shown instead of the views when the server refuses the session's key.
 #[component]
-pub fn Refusal(error: ApiError) -> impl IntoView {
+pub fn Refusal(
+    /// What the server answered the session's key.
+    error: ApiError,
+) -> impl IntoView {
     let console = expect_context::<Console>();
     // The button takes the focus once it is in the page. Not `autofocus`: a browser honours
     // that once per page load, and the sign-in form's key may have had it already.
