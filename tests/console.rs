@@ -1031,13 +1031,7 @@ async fn a_page_left_open_follows_the_drift() {
     wait_text(&browser, "#timeline", |t| t.contains("fleet.drifted")).await;
     expect_focus(&browser, "refresh-events").await;
     // A quiet re-read shows no loading state: the card is never busy, nor "Checking…".
-    let busy = browser
-        .execute(
-            "return document.querySelector('[aria-labelledby=drift-title]').getAttribute('aria-busy');",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let busy = attribute(&browser, "[aria-labelledby=drift-title]", "aria-busy").await;
     assert_eq!(busy, json!("false"));
     // The events unreachable for the quiet re-reads: the timeline stays, with a note.
     hold_requests(&browser, "event.list", json!("fail")).await;
@@ -1308,6 +1302,20 @@ async fn paste_event(browser: &Browser, css: &str, text: &str) -> bool {
         .await
         .unwrap();
     taken.as_bool().unwrap()
+}
+
+/// The attribute `name` of the element `css` (null when it has none), read in one script: a
+/// page that writes the element anew between a find and a read cannot make the reference
+/// stale.
+async fn attribute(browser: &Browser, css: &str, name: &str) -> Value {
+    browser
+        .execute(
+            "const [css, name] = arguments; \
+             return document.querySelector(css).getAttribute(name);",
+            vec![json!(css), json!(name)],
+        )
+        .await
+        .unwrap()
 }
 
 /// The editor's text.
@@ -2070,15 +2078,9 @@ async fn a_failed_or_refused_re_read_keeps_the_page() {
         "{note}"
     );
     screenshots(&browser, "12-refresh-failed").await;
-    // Read in one script: the next failed re-read may write the note anew between a find
-    // and a read of its attribute (a stale element reference, seen once in a full run).
-    let role = browser
-        .execute(
-            "return document.querySelector('#status-stale').getAttribute('role');",
-            vec![],
-        )
-        .await
-        .unwrap();
+    // Read in one script: the next failed re-read may write the note anew (a find, then a
+    // read of its attribute, failed a full run once with a stale element reference).
+    let role = attribute(&browser, "#status-stale", "role").await;
     assert_eq!(role, json!("status"));
     wait_for(&browser, "#in-sync").await;
     wait_for(&browser, "#applied-plan-hash").await;
