@@ -89,7 +89,13 @@ async fn serve_answers_health_and_serves_the_console() {
     let health = http.get(server.url("/api/health")).send().await.unwrap();
     assert_eq!(health.status(), reqwest::StatusCode::OK);
     let body: serde_json::Value = health.json().await.unwrap();
-    assert_eq!(body, serde_json::json!({ "status": "ok" }));
+    assert_eq!(body["status"], "ok");
+    assert!(
+        body["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with(env!("CARGO_PKG_VERSION"))),
+        "{body}"
+    );
 
     let index = http.get(server.url("/")).send().await.unwrap();
     assert_eq!(index.status(), reqwest::StatusCode::OK);

@@ -976,7 +976,14 @@ async fn openapi_is_generated_from_the_method_table() {
         .json()
         .await
         .unwrap();
-    assert_eq!(health, json!({ "status": "ok" }));
+    // The version `--version` prints, so that a rollout can be checked without a key.
+    let version = std::process::Command::new(env!("CARGO_BIN_EXE_better-compute"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let version = String::from_utf8(version.stdout).unwrap();
+    let version = version.trim().strip_prefix("better-compute ").unwrap();
+    assert_eq!(health, json!({ "status": "ok", "version": version }));
 }
 
 #[tokio::test]

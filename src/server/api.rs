@@ -902,7 +902,7 @@ pub fn openapi(methods: &[Method]) -> Value {
     numbers::state_integer_ranges(&mut document);
     let document = hoist(document, "definitions", "FleetConfig.", &mut components);
     components.insert("FleetConfig".into(), document);
-    paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness; no key needed.", "security": [], "responses": { "200": { "description": "`{\"status\":\"ok\"}`", "content": { "application/json": { "schema": { "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } } } } } } } }));
+    paths.insert("/api/health".into(), json!({ "get": { "operationId": "health", "summary": "Liveness and the build's version; no key needed.", "security": [], "responses": { "200": { "description": "`{\"status\":\"ok\",\"version\":\"0.1.0 (6c193b6a0b1c)\"}`", "content": { "application/json": { "schema": { "type": "object", "required": ["status", "version"], "properties": { "status": { "const": "ok" }, "version": { "type": "string", "description": "The package version, and the commit when the build was told it (`better-compute --version`)." } } } } } } } } }));
     paths.insert("/api/openapi.json".into(), json!({ "get": { "operationId": "openapi", "summary": "This document (OpenAPI 3.1); no key needed.", "security": [], "responses": { "200": { "description": "The OpenAPI document of the API.", "content": { "application/json": { "schema": { "type": "object" } } } } } } }));
     let mut doc = json!({
         "openapi": "3.1.0",

@@ -549,6 +549,8 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
     style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// Liveness, with the build's version (`--version`'s text), so that a rollout can be checked
+/// without a key.
 async fn health() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+    Json(serde_json::json!({ "status": "ok", "version": crate::cli::version() }))
 }
