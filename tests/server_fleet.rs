@@ -218,6 +218,19 @@ async fn invalid_and_blocked_documents(db: Db) {
     let dup = server_support::answer(response).await.unwrap_err();
     assert_eq!((dup.status, dup.code.as_str()), (400, "INVALID_INPUT"));
     assert!(dup.details["problems"].is_array());
+    // A number no double holds is the planner's problem too, at its path.
+    let response = fleet
+        .client()
+        .post(fleet.server.url("/api/fleet.plan"))
+        .bearer_auth(&fleet.key)
+        .header("content-type", "application/json")
+        .body(r#"{"tenantId":"root","config":{"version":1,"flavors":[{"pool":"p","name":"f","vcpu":1e309,"memoryGiB":1,"diskGiB":0}]}}"#)
+        .send()
+        .await
+        .unwrap();
+    let huge = server_support::answer(response).await.unwrap_err();
+    assert_eq!((huge.status, huge.code.as_str()), (400, "INVALID_INPUT"));
+    assert_eq!(huge.details["path"], "flavors[0].vcpu", "{huge:?}");
     let bad = fleet
         .fails(
             "fleet.plan",

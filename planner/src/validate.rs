@@ -10,7 +10,7 @@ use crate::document::{
     Document, Flavor, Network, Offer, Policy, Pool, PoolClass, ProviderAccount, SandboxTemplate,
     Site, SiteKind, Warm,
 };
-use crate::hash::{FxHasher, HashMap, HashSet};
+use crate::hash::{FxHasher, HashIndex, HashSet};
 use crate::map::Map;
 use crate::text::Text;
 use serde::Serialize;
@@ -120,6 +120,18 @@ pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
     let parsed = seed.deserialize(&mut de).and_then(|p| de.end().map(|()| p));
     let parsed = match parsed {
         Ok(parsed) => parsed,
+        // A number past a double's range (`1e309`, 400 digits) is JSON by RFC 8259's grammar,
+        // which leaves the range to implementations: a malformed value, reported at its path
+        // after the problems before it. serde_json stops there, so nothing after it is read.
+        // (Its error kinds are private; its message is the only way to tell this one.)
+        Err(err) if err.to_string().starts_with("number out of range") => {
+            walker.report(format!(
+                "is a number out of range: a double holds at most about 1.8e308 ({err})"
+            ));
+            return Err(Invalid {
+                problems: walker.problems,
+            });
+        }
         Err(err) => {
             return Err(Invalid {
                 problems: vec![Problem {
@@ -481,7 +493,7 @@ struct Seen {
     /// The index of the item being read.
     index: usize,
     /// Hash of a key -> (first item with it, its span in `buffer`).
-    keys: HashMap<u64, (usize, usize, usize)>,
+    keys: HashIndex<(usize, usize, usize)>,
     /// Every key, each part followed by a NUL.
     buffer: String,
 }
@@ -558,33 +570,24 @@ impl Walker {
             hasher.write(part.as_bytes());
             hasher.write_u8(0);
         }
-        let first = match seen.keys.entry(hasher.finish()) {
-            std::collections::hash_map::Entry::Occupied(entry) => {
-                let (first, start, end) = *entry.get();
-                let mut rest = &seen.buffer[start..end];
-                let same = parts.iter().all(|part| {
-                    let ok = rest.len() > part.len()
-                        && rest.starts_with(part)
-                        && rest.as_bytes()[part.len()] == 0;
-                    rest = if ok { &rest[part.len() + 1..] } else { "" };
-                    ok
-                }) && rest.is_empty();
-                // Different keys with one 64-bit hash: astronomically rare, left unchecked.
-                if !same {
-                    return;
-                }
-                first
-            }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                let start = seen.buffer.len();
-                for part in parts {
-                    seen.buffer.push_str(part);
-                    seen.buffer.push('\0');
-                }
-                slot.insert((seen.index, start, seen.buffer.len()));
-                return;
-            }
+        // The key is written into the buffer first; a repeat takes it out again.
+        let start = seen.buffer.len();
+        for part in parts {
+            seen.buffer.push_str(part);
+            seen.buffer.push('\0');
+        }
+        let end = seen.buffer.len();
+        let buffer = &seen.buffer;
+        let key = &buffer[start..end];
+        let Some((first, ..)) =
+            seen.keys
+                .get_or_insert(hasher.finish(), (seen.index, start, end), |(_, s, e)| {
+                    &buffer[s..e] == key
+                })
+        else {
+            return;
         };
+        seen.buffer.truncate(start);
         let item = self
             .path
             .iter()
@@ -1105,23 +1108,30 @@ impl Walker {
         if let Field::Ok(n) = &name {
             self.unique("name", &[n], || format!("pool \"{n}\""));
         }
-        match (&class, &provider_account) {
-            (Field::Ok(PoolClass::Provider), Field::Absent) => self.report(
-                "missing required field \"providerAccount\" (a pool of class \"provider\" \
-                 names its provider account)"
-                    .to_owned(),
-            ),
+        let misplaced_account = match (&class, &provider_account) {
+            (Field::Ok(PoolClass::Provider), Field::Absent) => {
+                self.report(
+                    "missing required field \"providerAccount\" (a pool of class \"provider\" \
+                     names its provider account)"
+                        .to_owned(),
+                );
+                false
+            }
             (Field::Ok(c), Field::Ok(_)) if *c != PoolClass::Provider => {
                 let mark = self.enter_key("providerAccount");
                 self.report("only a pool of class \"provider\" has a provider account".to_owned());
                 self.leave(mark);
-                return None;
+                true
             }
-            _ => {}
-        }
+            _ => false,
+        };
+        // Every problem of the pool is reported, a misplaced account's among them.
         let name = self.require(name, "name");
         let site = self.require(site, "site");
         let class = self.require(class, "class");
+        if misplaced_account {
+            return None;
+        }
         Some(Parsed::Pool(Box::new(Pool {
             name: name?,
             site: site?,

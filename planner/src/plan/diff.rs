@@ -13,7 +13,7 @@ use crate::calls::{
 };
 use crate::document::{Document, Flavor, Offer, Pool, ProviderAccount, SandboxTemplate, Site};
 use crate::export::{Export, Kind, ObjectRef, Section};
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashIndex, HashMap, HashSet};
 use crate::ids;
 use crate::map::Map as Entries;
 use crate::text::{Text, to_string_keys, to_strings};
@@ -1484,7 +1484,7 @@ impl<'a> Planner<'a> {
         // of the flavor that listed it first: a pool named by name and by id would otherwise get
         // the flavor twice. (A hash, not the pair: a derived pool id is owned, and cloning it per
         // flavor cost a plan 3 % of its instructions; a hit is checked for real.)
-        let mut listed: HashMap<u64, usize> = HashMap::default();
+        let mut listed: HashIndex<usize> = HashIndex::default();
         let pair = |pool_id: &str, name: &str| {
             use std::hash::{Hash, Hasher};
             let mut hasher = crate::hash::FxHasher::default();
@@ -1516,21 +1516,16 @@ impl<'a> Planner<'a> {
                 if notes.is_empty() {
                     notes.extend(self.on_blocked_pool(id, &f.pool));
                 }
-                let key = pair(id, &f.name);
-                match listed.get(&key).map(|&i| &flavors[i]) {
-                    Some(earlier)
-                        if earlier.name == f.name
-                            && self.resolve(Kind::Pool, &earlier.pool).as_ref() == Some(id) =>
-                    {
-                        notes.push(twice(
-                            Kind::Flavor,
-                            &join(&earlier.pool, "/", &earlier.name),
-                        ));
-                    }
-                    Some(_) => {} // another pair with the same hash: not a repeat
-                    None => {
-                        listed.insert(key, index);
-                    }
+                let earlier = listed.get_or_insert(pair(id, &f.name), index, |i| {
+                    let earlier = &flavors[i];
+                    earlier.name == f.name
+                        && self.resolve(Kind::Pool, &earlier.pool).as_ref() == Some(id)
+                });
+                if let Some(earlier) = earlier.map(|i| &flavors[i]) {
+                    notes.push(twice(
+                        Kind::Flavor,
+                        &join(&earlier.pool, "/", &earlier.name),
+                    ));
                 }
             }
             let existing = pool_id.as_ref().and_then(|id| {

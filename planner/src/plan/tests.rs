@@ -972,6 +972,53 @@ fn an_object_named_twice_is_blocked() {
 }
 
 #[test]
+fn flavors_whose_keys_collide_are_told_apart() {
+    // The plan remembers (pool id, flavor name) pairs by a 64-bit FxHash, which anyone can
+    // collide: two such flavors are two flavors, and a repeat of either by the pool's id is
+    // still the same flavor named twice.
+    use std::hash::Hash as _;
+    let ex = export(FLEET, &[]);
+    let mut state = crate::hash::FxHasher::default();
+    "pool_xvps-fra".hash(&mut state);
+    let (a, b) = crate::hash::colliding_names(state);
+    let flavor = |pool: &str, name: &str| {
+        format!(
+            r#"{{"pool": "{pool}", "name": "{name}", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}}"#
+        )
+    };
+    let mut created = [
+        format!("flavor vps-fra/{a} create"),
+        format!("flavor vps-fra/{b} create"),
+    ];
+    created.sort();
+    let p = check(
+        &format!(
+            r#"{{"version": 1, "flavors": [{}, {}]}}"#,
+            flavor("vps-fra", &a),
+            flavor("vps-fra", &b)
+        ),
+        &ex,
+        KEEP,
+        &created.join("\n"),
+    );
+    assert_eq!(methods(&p), ["flavor.create", "flavor.create"]);
+    check(
+        &format!(
+            r#"{{"version": 1, "flavors": [{}, {}, {}]}}"#,
+            flavor("vps-fra", &a),
+            flavor("vps-fra", &b),
+            flavor("pool_xvps-fra", &b)
+        ),
+        &ex,
+        KEEP,
+        &format!(
+            "flavor pool_xvps-fra/{b} create blocked: the same flavor as \"vps-fra/{b}\" (named twice, by name and by id)\n{}",
+            created.join("\n")
+        ),
+    );
+}
+
+#[test]
 fn prune_keeps_what_another_tenant_uses() {
     // Another tenant's template runs on this tenant's pool (offered to it) with its flavor:
     // the export says so, as the document cannot.

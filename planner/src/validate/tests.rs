@@ -165,6 +165,29 @@ fn syntax_error_has_line_and_column() {
 }
 
 #[test]
+fn a_number_past_a_double_is_a_problem_at_its_path() {
+    // JSON's grammar allows it; no double holds it. The problems before it are kept.
+    let doc = r#"{"version": 1, "pools": [
+        {"name": "P", "site": "fra", "class": "vps-host", "ownerQuota": {"gpu": 1e309}}]}"#;
+    check(
+        doc,
+        r#"pools[0].name: is not a valid name
+           pools[0].ownerQuota.gpu: is a number out of range: a double holds at most about 1.8e308 (number out of range at line 2"#,
+    );
+    let digits = "9".repeat(400);
+    check(
+        &format!(
+            r#"{{"version": 1, "flavors": [{{"pool": "p", "name": "f", "vcpu": {digits}, "memoryGiB": 1, "diskGiB": 0}}]}}"#
+        ),
+        "flavors[0].vcpu: is a number out of range",
+    );
+    // The editor and the CLI find the value from the path.
+    let problems = validate(doc.as_bytes()).unwrap_err().problems;
+    let at = crate::locate::locate_problem(doc, &problems[1]).unwrap();
+    assert_eq!(at.line, 2);
+}
+
+#[test]
 fn a_byte_order_mark_is_named_with_its_place() {
     let problems = validate(b"\xEF\xBB\xBF{\"version\": 1}\n")
         .unwrap_err()
@@ -380,6 +403,29 @@ fn repeated_names() {
 }
 
 #[test]
+fn names_whose_hashes_collide_are_told_apart() {
+    // The validator remembers names by a 64-bit FxHash, which anyone can collide: a crafted
+    // pair is two names, and a repeat of either is still a repeat.
+    let (a, b) = crate::hash::colliding_names(crate::hash::FxHasher::default());
+    let pools = |names: &[&str]| {
+        let pools: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#"{{"name": "{n}", "site": "s", "class": "vps-host"}}"#))
+            .collect();
+        format!(r#"{{"version": 1, "pools": [{}]}}"#, pools.join(","))
+    };
+    check(&pools(&[&a, &b]), "");
+    check(
+        &pools(&[&a, &b, &b]),
+        &format!(r#"pools[2].name: pool "{b}" is repeated; pools[1] has it already"#),
+    );
+    check(
+        &pools(&[&a, &b, &a]),
+        &format!(r#"pools[2].name: pool "{a}" is repeated; pools[0] has it already"#),
+    );
+}
+
+#[test]
 fn flavors_repeat_by_pool_and_name() {
     check(
         r#"{"version": 1, "flavors": [
@@ -587,6 +633,13 @@ fn provider_account_iff_class_provider() {
     check(
         &pool(r#", "providerAccount": "cloud""#).replace("vps-host", "provider"),
         "",
+    );
+    // The pool's other problems are reported too.
+    check(
+        r#"{"version": 1, "pools": [{"class": "vps-host", "providerAccount": "cloud"}]}"#,
+        r#"pools[0].providerAccount: only a pool of class "provider" has a provider account
+           pools[0]: missing required field "name"
+           pools[0]: missing required field "site""#,
     );
 }
 
