@@ -668,6 +668,20 @@ fn a_missing_url_or_token_says_how_to_provide_it() {
     );
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("nonexistent.toml"), "{}", run.stderr);
+    // A document's mistake is reported before the connection is asked for, by plan and apply
+    // alike: the file is the thing to fix first.
+    std::fs::write(sandbox.path("broken.json"), "{\"version\": 1,").unwrap();
+    for command in ["plan", "apply"] {
+        for file in ["broken.json", "absent.json"] {
+            let run = sandbox.run(&["fleet", command, file, "--tenant", "root"], &[]);
+            assert_eq!(run.code, 1, "{command} {file}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(file) && !run.stderr.contains("no server URL"),
+                "{command} {file}: {}",
+                run.stderr
+            );
+        }
+    }
 }
 
 #[test]

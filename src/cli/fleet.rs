@@ -280,8 +280,15 @@ struct Applied {
 
 /// `fleet apply`: plans and prints the changes; then stops with the `--plan-hash` to apply
 /// later, applies what it planned (`--yes`), or applies a reviewed plan (`--plan-hash`).
-pub fn apply(client: &Client, request: &ApplyRequest, style: Style) -> Result<(), CliError> {
+/// The document is read before `client` connects: a file's mistake is reported as such,
+/// whatever the connection settings.
+pub fn apply(
+    client: impl FnOnce() -> Result<Client, CliError>,
+    request: &ApplyRequest,
+    style: Style,
+) -> Result<(), CliError> {
     let (_, raw, source) = read_document(&request.file)?;
+    let client = &client()?;
     // Repeated in the commands it prints, so that they reach the same server.
     let connection: String = request
         .connection_args

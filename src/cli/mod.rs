@@ -421,7 +421,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
                 connection_args,
                 json: output == Output::Json,
             };
-            fleet::apply(&connect()?, &request, style)
+            fleet::apply(connect, &request, style)
         }
         FleetCommand::Status {
             tenant,
