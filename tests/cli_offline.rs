@@ -1096,6 +1096,18 @@ fn export_checks_both_files_before_writing_anything() {
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(!sandbox.path("a.json").exists());
+    // A path ending in `/` names a folder, not a new file.
+    let run = sandbox.run(
+        &["fleet", "export", "--tenant", "root", "--out", "new/"],
+        &vars,
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: cannot create new/: it names a folder; give a file name\n"
+        )
+    );
     assert!(stub.paths.lock().unwrap().is_empty());
     // Both fine: the document on standard output, the answer in the file.
     let run = sandbox.run(

@@ -788,8 +788,15 @@ fn create_new(path: &Path) -> Result<std::fs::File, CliError> {
         })
 }
 
-/// The folder a new file goes in must exist: checked before asking the server.
+/// The folder a new file goes in must exist: checked before asking the server. A path that
+/// ends in `/` names a folder, never a new file.
 fn check_folder(path: &Path) -> Result<(), CliError> {
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(CliError::failed(format!(
+            "cannot create {}: it names a folder; give a file name",
+            path.display()
+        )));
+    }
     let folder = match path.parent() {
         Some(folder) if !folder.as_os_str().is_empty() => folder,
         _ => Path::new("."),
