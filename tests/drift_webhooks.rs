@@ -370,3 +370,80 @@ async fn webhook_targets_and_inputs_are_checked(db: Db) {
 async fn webhook_targets_and_inputs_are_checked_sqlite() {
     webhook_targets_and_inputs_are_checked(Db::Sqlite).await
 }
+
+/// A drift of more changes than the 50 it lists is still one drift: an edit that only moves
+/// revisions publishes nothing (the planHash moves, the changes do not), and a change past the
+/// listed 50 is a new drift.
+async fn a_long_drift_is_published_once(db: Db) {
+    let fleet = Fleet::start(db, &["--drift-every", "1h"]).await;
+    let mut doc = document(0.1);
+    doc["flavors"] = json!([]);
+    fleet
+        .ok(
+            "fleet.apply",
+            json!({ "tenantId": "root", "config": doc, "prune": true }),
+        )
+        .await;
+    let export = fleet
+        .ok("fleet.export", json!({ "tenantId": "root" }))
+        .await;
+    let pool = server_support::exported(&export, "pool", "vps-fra")["id"].clone();
+    let create = |name: String| json!({ "tenantId": "root", "poolId": pool, "name": name, "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 });
+    let mut flavors = Vec::new();
+    for i in 0..55 {
+        let created = fleet.ok("flavor.create", create(format!("x{i:03}"))).await;
+        flavors.push(created);
+    }
+    let check =
+        || async { fleet.ok("fleet.check", json!({ "tenantId": "root" })).await["drift"].clone() };
+    let drift = check().await;
+    assert_eq!(drift["changes"].as_array().unwrap().len(), 50);
+    assert_eq!(drift["summary"]["delete"], 55);
+    assert_eq!(event_types(&fleet, "root").await, ["fleet.drifted"]);
+
+    // The same values written again: the revision, and so the planHash, moves; the drift not.
+    let first = &flavors[0];
+    fleet
+        .ok(
+            "flavor.update",
+            json!({ "tenantId": "root", "id": first["id"], "ifRevision": first["revision"],
+                    "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }),
+        )
+        .await;
+    let moved = check().await;
+    assert_ne!(moved["planHash"], drift["planHash"]);
+    assert_eq!(moved["changes"], drift["changes"]);
+    assert_eq!(event_types(&fleet, "root").await, ["fleet.drifted"]);
+
+    // Past the 50 listed: x054 gone, x099 made; the list and the counts look the same.
+    let last = &flavors[54];
+    fleet
+        .ok(
+            "flavor.delete",
+            json!({ "tenantId": "root", "id": last["id"], "ifRevision": last["revision"] }),
+        )
+        .await;
+    fleet.ok("flavor.create", create("x099".into())).await;
+    let other = check().await;
+    assert_eq!(other["changes"], drift["changes"]);
+    assert_eq!(other["summary"], drift["summary"]);
+    assert_eq!(
+        event_types(&fleet, "root").await,
+        ["fleet.drifted", "fleet.drifted"]
+    );
+    // `fleet.status` shows the drift in the seed's shape, nothing more.
+    let shown = status(&fleet, "root").await["drift"].clone();
+    let mut keys: Vec<&str> = shown
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["blocked", "changes", "planHash", "summary"]);
+}
+
+both!(
+    a_long_drift_is_published_once,
+    a_long_drift_is_published_once
+);

@@ -6,9 +6,10 @@
 //! and `planner::plan`) in its own transaction holding the tenant's fleet lock. A non-empty call
 //! list or a blocked plan is drift: the drift is recorded on `fleet_applied` and, in the same
 //! transaction, `fleet.drifted` is published when this drift differs from the one recorded
-//! (keyed by its planHash), `fleet.converged` when a recorded drift cleared on its own. A
-//! failing tenant (a stored document that no longer validates, ...) records its error on its
-//! key and in `fleet_applied.check_error` (shown by `fleet.status`), and blocks no other.
+//! (other changes, counted whole, whatever the planHash), `fleet.converged` when a recorded
+//! drift cleared on its own. A failing tenant (a stored document that no longer validates, ...)
+//! records its error on its key and in `fleet_applied.check_error` (shown by `fleet.status`),
+//! and blocks no other.
 //! `fleet.check` runs one tenant key now through the same reconciler path.
 
 use super::AppState;
@@ -53,6 +54,57 @@ pub struct Drift {
     pub plan_hash: String,
 }
 
+/// Whether a drift lists `change`: those that do something, and blocked ones even when they
+/// change nothing (they are why the drift is blocked).
+fn listed(change: &&Change) -> bool {
+    change.action != Action::Unchanged || change.blocked
+}
+
+/// What `fleet_applied.drift` holds: the drift as `fleet.status` shows it, and the SHA-256 of
+/// the JSON of every change of it, where the list shown stops at [`MAX_CHANGES`]: so that a
+/// long drift seen again is known for the same one (`fleet.status` reads the drift and passes
+/// over the hash).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    /// The drift.
+    #[serde(flatten)]
+    pub drift: Drift,
+    /// Absent from what builds before it recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_hash: Option<String>,
+}
+
+impl Recorded {
+    /// The drift of a plan with the hash of all its changes, `None` when the fleet matches
+    /// the document.
+    pub fn of(plan: &Plan) -> Option<Recorded> {
+        let drift = Drift::of(plan)?;
+        let all: Vec<&Change> = plan.changes.iter().filter(listed).collect();
+        let json =
+            serde_json::to_vec(&all).expect("changes serialize: their maps have string keys");
+        Some(Recorded {
+            drift,
+            changes_hash: Some(planner::sha256_hex(&json)),
+        })
+    }
+
+    /// Whether `self`, the drift recorded, and `now` are the same drift: the same changes, all
+    /// of them (their hash), counts and blocked, whatever the planHash, whose calls carry
+    /// revisions that edits the document does not speak of move. Against a drift recorded
+    /// without the hash, [`Drift::same`].
+    pub fn same(&self, now: &Recorded) -> bool {
+        match (&self.changes_hash, &now.changes_hash) {
+            (Some(before), Some(after)) => {
+                before == after
+                    && self.drift.summary == now.drift.summary
+                    && self.drift.blocked == now.drift.blocked
+            }
+            _ => self.drift.same(&now.drift),
+        }
+    }
+}
+
 impl Drift {
     /// The drift of a plan, `None` when the fleet matches the document.
     pub fn of(plan: &Plan) -> Option<Drift> {
@@ -62,9 +114,7 @@ impl Drift {
         let changes = plan
             .changes
             .iter()
-            // A blocked change is listed even when it changes nothing: it is why the drift is
-            // blocked.
-            .filter(|c| c.action != Action::Unchanged || c.blocked)
+            .filter(listed)
             .take(MAX_CHANGES)
             .cloned()
             .collect();
@@ -80,8 +130,9 @@ impl Drift {
     /// distinct drift: the same changes (fields, before and after), counts and blocked. The
     /// planHash alone is not the drift: its calls carry revisions, which an edit the document
     /// does not speak of moves (an offer to an unlisted tenant, an update to the same values),
-    /// and each such edit re-published the same drift. A list cut at [`MAX_CHANGES`] does not
-    /// show every change: then the planHash must match too.
+    /// and each such edit re-published the same drift. A list of [`MAX_CHANGES`] may have been
+    /// cut: then the planHash must match too. (For drifts recorded without the hash of all
+    /// their changes; [`Recorded::same`] tells long drifts apart without the planHash.)
     ///
     /// A drift recorded by an older build lists its updates without their values (`before`,
     /// `after`): its changes are compared without them, and the planHash, which covers the
@@ -268,7 +319,7 @@ pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Chec
     let prune = row.try_get::<i64, _>(1)? != 0;
     let applied_hash: String = row.try_get(2)?;
     let applied_by: String = row.try_get(3)?;
-    let previous: Option<Drift> = row
+    let previous: Option<Recorded> = row
         .try_get::<Option<String>, _>(4)?
         .and_then(|d| serde_json::from_str(&d).ok());
 
@@ -306,11 +357,12 @@ pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Chec
             return Err(err);
         }
     };
-    let drift = Drift::of(&plan);
+    let drift = Recorded::of(&plan);
 
     let subject = format!("fleet/{tenant}");
     let published = match (&previous, &drift) {
         (previous, Some(now)) if previous.as_ref().is_none_or(|p| !p.same(now)) => {
+            let now = &now.drift;
             let data = json!({
                 "tenantId": tenant,
                 "appliedPlanHash": applied_hash,
@@ -326,7 +378,7 @@ pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Chec
             let data = json!({
                 "tenantId": tenant,
                 "appliedPlanHash": applied_hash,
-                "previousPlanHash": before.plan_hash,
+                "previousPlanHash": before.drift.plan_hash,
             });
             events::publish(&mut tx, tenant, FLEET_CONVERGED, &subject, &data).await?;
             Some(FLEET_CONVERGED)
@@ -350,7 +402,10 @@ pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Chec
     if published.is_some() {
         state.reconcilers.notify();
     }
-    Ok(Checked::Checked { drift, published })
+    Ok(Checked::Checked {
+        drift: drift.map(|recorded| recorded.drift),
+        published,
+    })
 }
 
 /// Records why a tenant's check failed, for `fleet.status`.
@@ -451,6 +506,62 @@ mod tests {
         assert!(drift(old(), "h1").same(&drift(one(), "h1")));
         assert!(drift(one(), "h1").same(&drift(old(), "h1")));
         assert!(!drift(old(), "h1").same(&drift(one(), "h2")));
+    }
+
+    #[test]
+    fn a_long_drift_is_all_its_changes_not_its_revisions() {
+        // A plan of `n` offer updates, the last one's values `last`, with planHash `hash`.
+        let plan = |n: usize, last: i64, hash: &str| {
+            let mut changes: Vec<Change> = (0..n)
+                .map(|i| change(&format!("p{i:02} -> acme"), Action::Update, None))
+                .collect();
+            changes[n - 1].after.as_mut().unwrap()["quota"]["vcpu"] = last.into();
+            Plan {
+                changes,
+                calls: vec![planner::Call::SiteCreate(planner::calls::SiteCreate {
+                    tenant_id: "root".into(),
+                    idempotency_key: None,
+                    kind: planner::document::SiteKind::Shared,
+                    region: "r".into(),
+                })],
+                summary: Summary {
+                    update: n,
+                    ..Summary::default()
+                },
+                plan_hash: planner::PlanHash(hash.into()),
+            }
+        };
+        for n in [MAX_CHANGES, MAX_CHANGES + 5] {
+            let recorded = Recorded::of(&plan(n, 2, "h1")).unwrap();
+            assert_eq!(recorded.drift.changes.len(), MAX_CHANGES);
+            // Revisions moved (another planHash), the changes did not: the same drift.
+            assert!(
+                recorded.same(&Recorded::of(&plan(n, 2, "h2")).unwrap()),
+                "{n}"
+            );
+            // A change past what the list shows differs: another drift.
+            assert!(
+                !recorded.same(&Recorded::of(&plan(n, 3, "h1")).unwrap()),
+                "{n}"
+            );
+            // Stored and read back as `fleet.status` reads it, the hash passed over.
+            let stored = serde_json::to_string(&recorded).unwrap();
+            assert!(stored.contains("\"changesHash\""));
+            let shown: Drift = serde_json::from_str(&stored).unwrap();
+            assert_eq!(shown, recorded.drift);
+            assert!(
+                !serde_json::to_string(&shown)
+                    .unwrap()
+                    .contains("changesHash")
+            );
+            // Recorded by an older build, without the hash: the planHash decides.
+            let old = Recorded {
+                changes_hash: None,
+                ..recorded.clone()
+            };
+            assert!(old.same(&Recorded::of(&plan(n, 2, "h1")).unwrap()));
+            assert!(!old.same(&Recorded::of(&plan(n, 2, "h2")).unwrap()));
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
