@@ -822,7 +822,35 @@ fn a_state_that_is_not_an_export_is_an_error() {
         "{}",
         run.stderr
     );
-    sandbox.write("export.json", &export_of(&current()));
+    // serde would read the export's fields from a list in their order: refused, as the
+    // browser's planner refuses it.
+    let export = export_of(&current());
+    let fields: Vec<Value> = [
+        "tenantId",
+        "caller",
+        "config",
+        "missing",
+        "objects",
+        "tenants",
+        "offeredPools",
+    ]
+    .iter()
+    .map(|k| export.get(*k).cloned().unwrap_or(json!([])))
+    .collect();
+    sandbox.write("export.json", &Value::Array(fields));
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: export.json is not a saved export (write one with `fleet export --state \
+             FILE`): must be a JSON object (what fleet.export answers)\n"
+        )
+    );
+    sandbox.write("export.json", &export);
     let run = sandbox.run(
         &[
             "fleet",

@@ -99,6 +99,14 @@ impl<'a> Export<'a> {
     /// `serde_json::from_slice`, a fifth faster: the text is checked as UTF-8 once, not string
     /// by string.
     pub fn from_json(bytes: &'a [u8]) -> Result<Export<'a>, serde_json::Error> {
+        // serde reads a struct from a list too (`["root", "usr_ops", ...]`): an export is an
+        // object, in the CLI's `--state` file as in the browser. (Empty text is left to
+        // serde_json, which says where it ended.)
+        if bytes.trim_ascii_start().first().is_some_and(|&b| b != b'{') {
+            return Err(serde::de::Error::custom(
+                "must be a JSON object (what fleet.export answers)",
+            ));
+        }
         serde_json::from_str(utf8(bytes)?)
     }
 

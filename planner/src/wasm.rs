@@ -19,7 +19,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
 /** A JSON document given as text, as UTF-8 bytes, or as a plain object. */
-export type JsonInput<T> = string | Uint8Array | ArrayBuffer | T;
+export type JsonInput<T> = string | Uint8Array | ArrayBuffer | SharedArrayBuffer | T;
 
 export type Name = string;
 export interface Site { name: Name; kind: "shared" | "dedicated"; region: string }
@@ -192,7 +192,7 @@ struct Validated<'a> {
     problems: Option<&'a [crate::Problem]>,
 }
 
-/// A document or export given as text, UTF-8 bytes (a `Uint8Array` or an `ArrayBuffer`) or an
+/// A document or export given as text, UTF-8 bytes (a `Uint8Array`, an `ArrayBuffer` or a `SharedArrayBuffer`) or an
 /// object, as bytes. Other values (numbers, other typed arrays, `null`) are refused: they are no
 /// JSON document, and reading them as objects would only give confusing problems.
 ///
@@ -208,12 +208,6 @@ fn json_bytes(value: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
 }
 
 fn read_export(bytes: &[u8]) -> Result<Export<'_>, JsError> {
-    // serde reads a struct from a list too (`["root", ...]`): an export is an object.
-    if bytes.trim_ascii_start().first() != Some(&b'{') {
-        return Err(JsError::new(
-            "the export must be a JSON object (what fleet.export answers)",
-        ));
-    }
     Export::from_json(bytes).map_err(|e| JsError::new(&format!("the export: {e}")))
 }
 
@@ -253,8 +247,17 @@ export function jsonBytes(value, what, anyValue) {
     }
     return sized(encoder.encode(value), what);
   }
-  if (isA(value, Uint8Array)) return sized(value, what);
-  if (isA(value, ArrayBuffer)) {
+  if (isA(value, Uint8Array)) {
+    // The glue allocates in wasm memory, then copies: a copy that throws (a Proxy's trap, a
+    // transferred buffer) would leak the allocation. Only a real, live view goes on.
+    let live = false;
+    try { live = ArrayBuffer.isView(value) && value.subarray(0, 0) !== undefined; } catch {}
+    if (!live) {
+      throw new Error(`${what} is a Uint8Array that cannot be read (a proxy of one, or its buffer was transferred)`);
+    }
+    return sized(value, what);
+  }
+  if (isA(value, ArrayBuffer) || (typeof SharedArrayBuffer === 'function' && isA(value, SharedArrayBuffer))) {
     let bytes;
     try { bytes = new Uint8Array(value); } catch {
       throw new Error(`${what} is a detached ArrayBuffer (its bytes were transferred)`);
@@ -279,6 +282,8 @@ export function optionsJson(options) {
   let array = false;
   try { array = Array.isArray(options); } catch { throw refused('cannot be written as JSON'); }
   if (typeof options !== 'object' || array) throw refused('not an object');
+  // JSON.stringify writes a Map as {}: its prune would be dropped unseen.
+  if (isA(options, Map) || isA(options, Set)) throw refused('a Map or Set, not a plain object');
   const text = written(options);
   if (text === undefined) throw refused('cannot be written as JSON');
   return text;

@@ -130,9 +130,11 @@ test('arguments that are no JSON of the right shape are refused with a message, 
   refused(() => planner.validate({ toJSON: () => undefined }), /the document cannot be written as JSON/);
   refused(() => planner.validate(42), /must be JSON text, UTF-8 bytes/);
   refused(() => planner.validate(new Int8Array(2)), /must be JSON text, UTF-8 bytes/);
-  refused(() => planner.plan(doc, ['root', 'usr_ops', { version: 1 }]), /the export must be a JSON object/);
+  refused(() => planner.plan(doc, ['root', 'usr_ops', { version: 1 }]), /the export: must be a JSON object \(what fleet.export answers\)/);
   refused(() => planner.plan(doc, exported, { Prune: true }), /options: unknown field `Prune`/);
   refused(() => planner.plan(doc, exported, [true]), /options: not an object/);
+  // JSON.stringify writes a Map as {}: its prune would be dropped unseen.
+  refused(() => planner.plan(doc, exported, new Map([['prune', true]])), /options: a Map or Set/);
   refused(() => planner.plan(doc, exported, () => 1), /options/);
   for (const bad of [undefined, Symbol('x'), () => 1, new Int8Array(1)]) {
     refused(() => planner.canonicalJson(bad), /the JSON/);
@@ -145,6 +147,11 @@ test('arguments that are no JSON of the right shape are refused with a message, 
   // Bytes as an ArrayBuffer are bytes; values JSON.stringify writes are JSON.
   const bytes = new TextEncoder().encode(JSON.stringify(doc));
   assert.deepEqual(planner.validate(bytes.buffer), planner.validate(bytes));
+  // A SharedArrayBuffer too (JSON.stringify would write it as {}).
+  const shared = new SharedArrayBuffer(bytes.length);
+  new Uint8Array(shared).set(bytes);
+  assert.deepEqual(planner.validate(shared), planner.validate(bytes));
+  assert.equal(planner.validate(shared).ok, true);
   assert.equal(planner.canonicalJson({ b: 1, a: [2, null] }), '{"a":[2,null],"b":1}');
   assert.equal(planner.canonicalJson(0.75772857666015625), '0.7577285766601562');
   assert.equal(planner.canonicalHash(exported.config), planner.canonicalHash(JSON.stringify(exported.config)));
@@ -262,6 +269,17 @@ test('a JS exception while reading an argument is a plain Error naming it, and l
     structuredClone(detached, { transfer: [detached] });
     const { proxy: revoked, revoke } = Proxy.revocable({}, {});
     revoke();
+    // A Uint8Array in appearance whose copy into wasm memory would throw after the glue
+    // allocated there (1 MiB a call).
+    const trapped = new Proxy(new Uint8Array(1 << 20), {
+      get: (target, key) => {
+        if (key === '0') throw new Error('trap');
+        const value = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const transferred = new Uint8Array(8);
+    structuredClone(transferred.buffer, { transfer: [transferred.buffer] });
     const thrown = new Set();
     const attempt = (run) => {
       try { run(); } catch (error) {
@@ -278,6 +296,8 @@ test('a JS exception while reading an argument is a plain Error naming it, and l
       attempt(() => planner.plan(detached, exported));
       attempt(() => planner.validate(revoked));
       attempt(() => planner.canonicalJson(detached));
+      attempt(() => planner.validate(trapped));
+      attempt(() => planner.plan(doc, transferred));
     }
     const after = memory.buffer.byteLength;
     const planHash = planner.plan(doc, exported).planHash;
@@ -290,6 +310,8 @@ test('a JS exception while reading an argument is a plain Error naming it, and l
     'Error: the document is a detached ArrayBuffer (its bytes were transferred)',
     'Error: the document cannot be written as JSON',
     'Error: the JSON is a detached ArrayBuffer (its bytes were transferred)',
+    'Error: the document is a Uint8Array that cannot be read (a proxy of one, or its buffer was transferred)',
+    'Error: the export is a Uint8Array that cannot be read (a proxy of one, or its buffer was transferred)',
   ]);
   // 1,500 leaked documents and their validated forms would be hundreds of MB.
   assert.ok(out.after - out.before <= 8 << 20, `wasm memory grew from ${out.before} to ${out.after} bytes`);
