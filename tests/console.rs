@@ -104,9 +104,15 @@ async fn paste(browser: &Browser, text: &str) {
         .unwrap();
 }
 
-/// Where the screenshots go (printed, so a person can look).
+/// Where the screenshots go (printed, so a person can look). Emptied once per run, by the
+/// first test to ask, so that only this run's are there: the tests run in parallel, and one
+/// that emptied it when it started wiped what the others had saved.
 fn screenshot_dir() -> PathBuf {
+    static EMPTIED: std::sync::Once = std::sync::Once::new();
     let dir = common::workspace_root().join("target/console-screenshots");
+    EMPTIED.call_once(|| {
+        let _ = std::fs::remove_dir_all(&dir);
+    });
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -452,8 +458,6 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     assert!(!preload.contains("integrity"), "{preload}");
 
     let browser = Browser::start().await;
-    // Only this run's screenshots, none of an older one's.
-    let _ = std::fs::remove_dir_all(screenshot_dir());
     browser.goto(&server.url("/")).await.unwrap();
     wait_for(&browser, "#api-key").await;
     watch_console(&browser).await;
@@ -811,6 +815,8 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     // reports is printed, not asserted (a debug build of the console is many times slower).
     click(&browser, "#tab-plan").await;
     wait_for(&browser, "#export-info").await;
+    // Root's "Applied" is not globex's.
+    assert!(browser.find(Locator::Css("#apply-result")).await.is_err());
     paste(&browser, &maximal_document().to_string()).await;
     let time = wait_text(&browser, "#plan-time", |t| t.contains("ms")).await;
     let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
@@ -1259,7 +1265,7 @@ async fn a_long_document_is_planned_outside_the_editor() {
     let summary = wait_text(&browser, "#plan-summary", |t| t.contains("to create")).await;
     assert!(summary.contains("3000 to create"), "{summary}");
     let page_hash = page_hash_is_the_servers(&browser, &server, &admin, &document).await;
-    screenshots(&browser, "10-plan-long-document").await;
+    screenshots(&browser, "14-plan-long-document").await;
 
     click(&browser, "#edit-here").await;
     expect_focus(&browser, "document").await;
@@ -1870,6 +1876,55 @@ async fn width(browser: &Browser, css: &str) -> f64 {
         .unwrap()
 }
 
+/// The top of the element `css`, in CSS pixels from the page's top.
+async fn top(browser: &Browser, css: &str) -> f64 {
+    browser
+        .execute(
+            "return document.querySelector(arguments[0]).getBoundingClientRect().top + window.scrollY;",
+            vec![json!(css)],
+        )
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+/// Another tenant chosen with a document in the editor: while its export loads, the plan's
+/// place keeps its height, so the Apply card below does not move up and back.
+#[tokio::test]
+async fn the_plan_keeps_its_place_while_another_export_loads() {
+    let (server, admin, _keys) = demo_server("console-plan-place-key");
+    let browser = signed_in_plan_view(&server, &admin).await;
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    paste(&browser, &export["config"].to_string()).await;
+    wait_text(&browser, "#plan-summary", |t| t.contains("unchanged")).await;
+    let before = top(&browser, "#apply").await;
+    hold_requests(&browser, "fleet.export", json!(2000)).await;
+    browser
+        .execute(
+            "const s = document.querySelector('#tenant'); s.value = 'acme'; \
+             s.dispatchEvent(new Event('change', { bubbles: true }));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    wait_for(&browser, "#no-plan").await;
+    // Within a pixel: the height is held in whole pixels (`offsetHeight`).
+    let during = top(&browser, "#apply").await;
+    assert!((during - before).abs() <= 1.0, "{before} -> {during}");
+    hold_requests(&browser, "fleet.export", json!(0)).await;
+    wait_text(&browser, "#plan-summary", |_| true).await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    browser.close().await;
+}
+
 /// Axe's findings: kind headings are h3 under the cards' h2 (no h4 anywhere), the scrolling
 /// list of calls is focusable and named; Check now and Refresh export keep their width while
 /// they work; a failed refresh of the export says the plan is against the export fetched
@@ -1889,6 +1944,24 @@ async fn headings_scrolling_calls_steady_buttons_and_a_failed_refresh() {
     wait_text(&browser, "#check-now", |t| t.starts_with("Checking…")).await;
     assert_eq!(width(&browser, "#check-now").await, before);
     wait_text(&browser, "#check-now", |t| t.starts_with("Check now")).await;
+    // Refresh reloads the status too, but checks nothing: Check now does not say "Checking…".
+    hold_requests(&browser, "fleet.status", json!(1500)).await;
+    click(&browser, "#refresh-events").await;
+    let busy = || attribute(&browser, "[aria-labelledby=drift-title]", "aria-busy");
+    for _ in 0..100 {
+        if busy().await == json!("true") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        busy().await,
+        json!("true"),
+        "the status reload is in flight"
+    );
+    let label = wait_text(&browser, "#check-now", |_| true).await;
+    assert!(label.starts_with("Check now"), "{label}");
+    hold_requests(&browser, "fleet.status", json!(0)).await;
     let changes = wait_text(&browser, "#drift-changes", |t| t.contains("vps-fra")).await;
     assert!(!changes.is_empty());
     let headings = browser

@@ -19,8 +19,10 @@ pub fn DriftView() -> impl IntoView {
             .status
             .with(|s| s.value.as_ref().is_some_and(|v| v.applied.is_none()))
     };
-    // "Checking…" for a check of a shown status, not while the first status loads.
-    let checking = move || console.status.with(|s| s.loading && s.value.is_some());
+    // "Checking…" for Check now's check of a shown status: not while the first status loads,
+    // nor for a reload (Refresh, after an apply) that checks nothing.
+    let checking =
+        move || console.checking.get() && console.status.with(|s| s.loading && s.value.is_some());
     // The status's HTML is written again only when more than "Last checked" changed (each
     // check of an unchanged fleet moves it): a text selected in the card stays selected.
     let status_box = NodeRef::<leptos::html::Div>::new();

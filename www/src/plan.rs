@@ -193,6 +193,24 @@ pub fn PlanView() -> impl IntoView {
             );
             m.finish()
         });
+        // While another tenant's export loads, the plan's card keeps its height: the cards
+        // below do not jump up and back (CSSOM, as the CSP refuses style attributes).
+        let waiting = !has_plan
+            && console
+                .export
+                .with(|e| e.value.is_none() && e.error.is_none());
+        if let Some(card) = element
+            .parent_element()
+            .and_then(|card| card.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            let style = card.style();
+            if waiting {
+                let height = format!("{}px", card.offset_height());
+                let _ = style.set_property("min-height", &height);
+            } else {
+                let _ = style.remove_property("min-height");
+            }
+        }
         element.set_inner_html(&html);
         if let Some(kind) = focus_after.try_update_value(Option::take).flatten() {
             let first_new = format!(
@@ -213,6 +231,18 @@ pub fn PlanView() -> impl IntoView {
         } else {
             shown_timing.set(None);
         }
+    });
+    // An apply's outcome belongs to the tenant it was for: another tenant's plan shows none.
+    Effect::new(move |previous: Option<String>| {
+        let tenant = console.tenant.get();
+        if previous.is_some_and(|t| t != tenant) {
+            applying.update(|a| {
+                if !matches!(a, Applying::Sending) {
+                    *a = Applying::Idle;
+                }
+            });
+        }
+        tenant
     });
     // A confirmation or an error belongs to the plan it was about.
     Effect::new(move |previous: Option<Option<String>>| {

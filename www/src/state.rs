@@ -84,6 +84,9 @@ pub struct Console {
     pub events_available: RwSignal<bool>,
     /// Whether the server has `fleet.check`.
     pub check_available: RwSignal<bool>,
+    /// A `fleet.check` asked by Check now is in flight (other reloads of the status are no
+    /// check: "Checking…" is for this one).
+    pub checking: RwSignal<bool>,
     /// The key was refused: unknown, or refused the fleet methods (a refusal of `tenant.list`
     /// or `event.list` alone stays in its [`Load`]: the fleet pages work without them).
     pub refused: RwSignal<Option<ApiError>>,
@@ -114,6 +117,7 @@ impl Console {
             events: RwSignal::new(Load::default()),
             events_available: RwSignal::new(true),
             check_available: RwSignal::new(true),
+            checking: RwSignal::new(false),
             refused: RwSignal::new(None),
             generation: StoredValue::new(0),
             asked: StoredValue::new(0),
@@ -358,12 +362,15 @@ impl Console {
     /// `fleet.check`: the drift check now; its answer is the new status.
     pub fn check_now(self) {
         let available = self.check_available;
+        let checking = self.checking;
         let events = self;
+        checking.set(true);
         self.load(
             self.status,
             move |key, tenant| {
                 Box::pin(async move {
                     let answer = api::fleet_check(&key, &tenant).await;
+                    checking.set(false);
                     if answer.as_ref().is_err_and(ApiError::is_unknown_method) {
                         available.set(false);
                         return api::fleet_status(&key, &tenant).await;
