@@ -792,14 +792,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
     }
 
     // Another tenant that never applied says so.
-    browser
-        .execute(
-            "const s = document.querySelector('#tenant'); s.value = 'globex'; \
-             s.dispatchEvent(new Event('change', { bubbles: true }));",
-            vec![],
-        )
-        .await
-        .unwrap();
+    choose_tenant(&browser, "globex").await;
     wait_text(&browser, "#never-applied", |t| t.contains("globex")).await;
     // Nothing to check against: no Check now.
     assert!(
@@ -1863,12 +1856,25 @@ async fn the_focus_follows_the_sign_in_and_the_apply() {
     browser.close().await;
 }
 
-/// The width of the element `css`, in CSS pixels.
-async fn width(browser: &Browser, css: &str) -> f64 {
+/// Chooses `tenant` in the tenant picker, as a person does.
+async fn choose_tenant(browser: &Browser, tenant: &str) {
     browser
         .execute(
-            "return document.querySelector(arguments[0]).getBoundingClientRect().width;",
-            vec![json!(css)],
+            "const s = document.querySelector('#tenant'); s.value = arguments[0]; \
+             s.dispatchEvent(new Event('change', { bubbles: true }));",
+            vec![json!(tenant)],
+        )
+        .await
+        .unwrap();
+}
+
+/// The element `css`'s box, in CSS pixels: its `width`, or its `top` from the page's top.
+async fn measure(browser: &Browser, css: &str, what: &str) -> f64 {
+    browser
+        .execute(
+            "const box = document.querySelector(arguments[0]).getBoundingClientRect(); \
+             return arguments[1] === 'top' ? box.top + window.scrollY : box[arguments[1]];",
+            vec![json!(css), json!(what)],
         )
         .await
         .unwrap()
@@ -1876,17 +1882,9 @@ async fn width(browser: &Browser, css: &str) -> f64 {
         .unwrap()
 }
 
-/// The top of the element `css`, in CSS pixels from the page's top.
-async fn top(browser: &Browser, css: &str) -> f64 {
-    browser
-        .execute(
-            "return document.querySelector(arguments[0]).getBoundingClientRect().top + window.scrollY;",
-            vec![json!(css)],
-        )
-        .await
-        .unwrap()
-        .as_f64()
-        .unwrap()
+/// The width of the element `css`, in CSS pixels.
+async fn width(browser: &Browser, css: &str) -> f64 {
+    measure(browser, css, "width").await
 }
 
 /// Another tenant chosen with a document in the editor: while its export loads, the plan's
@@ -1904,19 +1902,12 @@ async fn the_plan_keeps_its_place_while_another_export_loads() {
     .await;
     paste(&browser, &export["config"].to_string()).await;
     wait_text(&browser, "#plan-summary", |t| t.contains("unchanged")).await;
-    let before = top(&browser, "#apply").await;
+    let before = measure(&browser, "#apply", "top").await;
     hold_requests(&browser, "fleet.export", json!(2000)).await;
-    browser
-        .execute(
-            "const s = document.querySelector('#tenant'); s.value = 'acme'; \
-             s.dispatchEvent(new Event('change', { bubbles: true }));",
-            vec![],
-        )
-        .await
-        .unwrap();
+    choose_tenant(&browser, "acme").await;
     wait_for(&browser, "#no-plan").await;
     // Within a pixel: the height is held in whole pixels (`offsetHeight`).
-    let during = top(&browser, "#apply").await;
+    let during = measure(&browser, "#apply", "top").await;
     assert!((during - before).abs() <= 1.0, "{before} -> {during}");
     hold_requests(&browser, "fleet.export", json!(0)).await;
     wait_text(&browser, "#plan-summary", |_| true).await;
