@@ -192,9 +192,10 @@ struct Validated<'a> {
     problems: Option<&'a [crate::Problem]>,
 }
 
-/// A document or export given as text, UTF-8 bytes (a `Uint8Array`, an `ArrayBuffer` or a `SharedArrayBuffer`) or an
-/// object, as bytes. Other values (numbers, other typed arrays, `null`) are refused: they are no
-/// JSON document, and reading them as objects would only give confusing problems.
+/// A document or export given as text, UTF-8 bytes (a `Uint8Array`, an `ArrayBuffer` or a
+/// `SharedArrayBuffer`) or an object, as bytes. Other values (numbers, other typed arrays,
+/// `null`) are refused: they are no JSON document, and reading them as objects would only give
+/// confusing problems.
 ///
 /// Read by the snippet `jsonBytes`, whose every JS exception (a detached buffer, a revoked
 /// proxy, a throwing getter) is caught and answered as an `Err`: an exception thrown through
