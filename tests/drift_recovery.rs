@@ -81,7 +81,11 @@ async fn a_receiver_down_across_a_server_restart_still_gets_the_event() {
     // The receiver is down: attempts fail and are recorded; the delivery stays pending.
     let failed = until("a failed attempt", || async {
         let d = deliveries(&first, &id).await;
-        (d.len() == 1 && d[0]["attempts"].as_i64().unwrap() >= 1).then(|| d[0].clone())
+        let answered = d.len() == 1
+            && d[0]["log"][0]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("onnect"));
+        answered.then(|| d[0].clone())
     })
     .await;
     assert_eq!(failed["status"], "pending", "{failed}");
@@ -121,6 +125,60 @@ async fn a_receiver_down_across_a_server_restart_still_gets_the_event() {
     two_more_checks(&second, "root").await;
     assert_eq!(receiver.got("ok").len(), 1);
     assert_eq!(event_types(&second, "root").await, ["fleet.drifted"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_cut_off_by_a_crash_is_in_the_log() {
+    let dir = TempDir::new("drift-cut");
+    let database = format!("sqlite://{}", dir.path().join("fleet.db").display());
+    let receiver = Receiver::start().await;
+    let env = [("BETTER_COMPUTE_RECONCILER_LEASE_MS", "1000")];
+    let first = Fleet::start_on(&database, FAST, &env);
+    let key = first.key.clone();
+    let hook = first
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": receiver.url("hang-once"), "events": ["fleet.drifted"] }),
+        )
+        .await;
+    let id = hook["id"].as_str().unwrap().to_string();
+    apply(&first, "root", &document(0.1)).await;
+    edit_pool(&first, "root", 0.5).await;
+    first.ok("fleet.check", json!({ "tenantId": "root" })).await;
+
+    // The server dies while its POST waits for an answer.
+    let sent = receiver.wait_for("hang-once", 1).await;
+    let in_flight = deliveries(&first, &id).await;
+    assert_eq!(in_flight[0]["attempts"], 1, "{in_flight:?}");
+    drop(first);
+
+    let mut second = Fleet::start_on(&database, FAST, &env);
+    second.key = key;
+    let done = until("the delivery succeeded", || async {
+        let d = deliveries(&second, &id).await;
+        (d[0]["status"] == "succeeded").then(|| d[0].clone())
+    })
+    .await;
+    // Both attempts are in the log: the cut one says so, with no status.
+    assert_eq!(done["attempts"], 2, "{done}");
+    let log = done["log"].as_array().unwrap();
+    assert_eq!(log.len(), 2, "{done}");
+    assert_eq!(log[0]["attempt"], 1);
+    assert_eq!(
+        log[0]["error"],
+        "no answer recorded: the attempt is in flight, or its server stopped"
+    );
+    assert!(log[0].get("status").is_none(), "{done}");
+    assert_eq!(
+        (&log[1]["attempt"], &log[1]["status"]),
+        (&json!(2), &json!(200))
+    );
+    assert!(log[1].get("error").is_none(), "{done}");
+    assert!(done.get("lastError").is_none(), "{done}");
+    // The same event both times (the receiver's idempotency key).
+    let got = receiver.got("hang-once");
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].header("webhook-id"), sent[0].header("webhook-id"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

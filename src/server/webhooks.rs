@@ -417,10 +417,16 @@ enum Verdict {
     Failed,
 }
 
-/// One attempt of the delivery, its record committed only while `lease` holds the delivery's
-/// key (as the drift check's): a worker paused past its lease must not write its attempt and
-/// the delivery's status over the next holder's. Its POST may still have gone out: delivery
-/// is at least once, and receivers drop a repeated `webhook-id`.
+/// What an attempt says until its answer is written: while its POST is in flight, and for
+/// good when its process stopped between the POST and the answer's record.
+pub const NO_ANSWER: &str = "no answer recorded: the attempt is in flight, or its server stopped";
+
+/// One attempt of the delivery. The attempt is written before its POST, so that one cut off
+/// by a crash is still in the log ([`NO_ANSWER`]); its answer is written after, and the
+/// delivery's status only while `lease` holds the delivery's key (as the drift check's): a
+/// worker paused past its lease must not write the delivery's status over the next
+/// holder's. Its POST may still have gone out: delivery is at least once, and receivers drop
+/// a repeated `webhook-id`.
 async fn deliver(
     state: &AppState,
     delivery_id: &str,
@@ -432,7 +438,7 @@ async fn deliver(
         return Ok(Outcome::Done);
     }
     let Some(d) = sqlx::query(
-        "SELECT status, attempts, webhook_id, event_id, created_at FROM webhook_deliveries WHERE id = $1",
+        "SELECT status, webhook_id, event_id, created_at FROM webhook_deliveries WHERE id = $1",
     )
     .bind(delivery_id)
     .fetch_optional(&mut *conn)
@@ -441,10 +447,9 @@ async fn deliver(
         return Ok(Outcome::Done); // its webhook was deleted
     };
     let status: String = d.try_get(0)?;
-    let attempts: i64 = d.try_get(1)?;
-    let webhook_id: String = d.try_get(2)?;
-    let event_id: String = d.try_get(3)?;
-    let created_at: i64 = d.try_get(4)?;
+    let webhook_id: String = d.try_get(1)?;
+    let event_id: String = d.try_get(2)?;
+    let created_at: i64 = d.try_get(3)?;
     if status != "pending" {
         return Ok(Outcome::Done);
     }
@@ -480,7 +485,9 @@ async fn deliver(
         secrets.push(previous);
     }
 
-    let attempt = attempts + 1;
+    let Some((attempt_id, attempt)) = begin_attempt(state, delivery_id, lease).await? else {
+        return Ok(Outcome::Done);
+    };
     let started = Instant::now();
     let result = attempt_once(state, &url, &secrets, &event).await;
     let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
@@ -498,30 +505,24 @@ async fn deliver(
 
     let now = now_ms();
     let mut tx = state.db.write_tx().await?;
-    if !lease.hold(&mut tx, state.db.backend).await? {
-        tracing::warn!(delivery = %delivery_id, attempt, "webhook attempt not recorded: its lease ran out and another worker holds the delivery");
-        tx.rollback().await?;
-        return Ok(Outcome::Done);
-    }
-    // Only while the delivery exists: its webhook may have been deleted (with its log) while
-    // the attempt was in flight, and its record would be left behind.
+    // The attempt's own row is this worker's whoever holds the key now: its answer is the
+    // truth of that POST. (Gone with its delivery when the webhook was deleted meanwhile.)
     let recorded = sqlx::query(
-        "INSERT INTO webhook_attempts (id, delivery_id, webhook_id, event_id, attempt, at, status, error, duration_ms) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $2)",
+        "UPDATE webhook_attempts SET status = $1, error = $2, duration_ms = $3 WHERE id = $4",
     )
-    .bind(new_id("att"))
-    .bind(delivery_id)
-    .bind(&webhook_id)
-    .bind(&event_id)
-    .bind(attempt)
-    .bind(now)
     .bind(http_status.map(i64::from))
     .bind(error.as_deref())
     .bind(elapsed)
+    .bind(&attempt_id)
     .execute(&mut *tx)
     .await?
     .rows_affected();
     if recorded == 0 {
+        return Ok(Outcome::Done);
+    }
+    if !lease.hold(&mut tx, state.db.backend).await? {
+        tracing::warn!(delivery = %delivery_id, attempt, "webhook attempt's answer recorded, the delivery left alone: its lease ran out and another worker holds it");
+        tx.commit().await?;
         return Ok(Outcome::Done);
     }
     let (delivery_status, outcome) = match verdict {
@@ -570,11 +571,10 @@ async fn deliver(
         }
     };
     sqlx::query(
-        "UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status = $3, last_error = $4, updated_at = $5 \
-         WHERE id = $6",
+        "UPDATE webhook_deliveries SET status = $1, last_status = $2, last_error = $3, updated_at = $4 \
+         WHERE id = $5",
     )
     .bind(delivery_status)
-    .bind(attempt)
     .bind(http_status.map(i64::from))
     .bind(error.as_deref())
     .bind(now)
@@ -583,6 +583,50 @@ async fn deliver(
     .await?;
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// Writes the attempt before its POST, while `lease` holds the delivery's key: its number
+/// (the delivery's count of attempts, one more) and its start, with [`NO_ANSWER`] (on the
+/// delivery too, as its last error) until the answer is written. `None` when the key or the pending delivery is gone.
+async fn begin_attempt(
+    state: &AppState,
+    delivery_id: &str,
+    lease: &Lease,
+) -> Result<Option<(String, i64)>, sqlx::Error> {
+    let mut tx = state.db.write_tx().await?;
+    if !lease.hold(&mut tx, state.db.backend).await? {
+        return Ok(None);
+    }
+    let now = now_ms();
+    let Some(row) = sqlx::query(
+        "UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = NULL, last_error = $1, \
+         updated_at = $2 WHERE id = $3 AND status = 'pending' RETURNING attempts, webhook_id, event_id",
+    )
+    .bind(NO_ANSWER)
+    .bind(now)
+    .bind(delivery_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let attempt: i64 = row.try_get(0)?;
+    let id = new_id("att");
+    sqlx::query(
+        "INSERT INTO webhook_attempts (id, delivery_id, webhook_id, event_id, attempt, at, status, error, duration_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, 0)",
+    )
+    .bind(&id)
+    .bind(delivery_id)
+    .bind(row.try_get::<String, _>(1)?)
+    .bind(row.try_get::<String, _>(2)?)
+    .bind(attempt)
+    .bind(now)
+    .bind(NO_ANSWER)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some((id, attempt)))
 }
 
 /// A span of milliseconds in words: `3 days`, `90 seconds`.
@@ -896,12 +940,12 @@ pub struct Attempt {
     pub attempt: i64,
     /// When it started (Unix milliseconds).
     pub at: i64,
-    /// How long it took.
+    /// How long it took; 0 while it has no answer.
     pub duration_ms: i64,
     /// The HTTP status answered; left out when none came.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<i64>,
-    /// Why it failed; left out when it did not.
+    /// Why it failed, or [`NO_ANSWER`] while it has no answer; left out when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -1274,43 +1318,20 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_attempt_that_outlived_its_lease_records_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut state = test_state(dir.path(), vec![Arc::new(Deliver)]).await;
+    /// A server state with the delivery reconciler, an endpoint at `url` for every event, one
+    /// event and its delivery, claimed by `wrk_first.0`: the state and the delivery's id.
+    async fn one_delivery(dir: &std::path::Path, url: &str) -> (AppState, String) {
+        let mut state = test_state(dir, vec![Arc::new(Deliver)]).await;
         let mut config = (*state.config).clone();
         config.webhook_allow_private = true;
         state.config = Arc::new(config);
         iam::bootstrap(&state.db).await.unwrap();
-
-        // A receiver that answers 200; while the first POST is in flight, another worker
-        // takes the delivery's key (this one was paused past its lease).
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let posts = Arc::new(AtomicUsize::new(0));
-        let (pool, seen) = (state.db.pool.clone(), posts.clone());
-        tokio::spawn(async move {
-            loop {
-                let (mut stream, _) = listener.accept().await.unwrap();
-                read_request(&mut stream).await;
-                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
-                    sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_next.0' WHERE reconciler = $1")
-                        .bind(DELIVER)
-                        .execute(&pool)
-                        .await
-                        .unwrap();
-                }
-                let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
-                stream.write_all(ok.as_bytes()).await.unwrap();
-            }
-        });
-
         let mut tx = state.db.write_tx().await.unwrap();
         sqlx::query(
             "INSERT INTO webhooks (id, tenant_id, url, events, secret, revision, created_at) \
              VALUES ('wh_fence', 'root', $1, '[\"*\"]', $2, 1, 0)",
         )
-        .bind(&url)
+        .bind(url)
         .bind(new_secret())
         .execute(&mut *tx)
         .await
@@ -1331,52 +1352,176 @@ mod tests {
             .await
             .unwrap()
             .get(0);
-        sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_paused.0' WHERE key = $1")
+        sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_first.0' WHERE key = $1")
             .bind(&delivery)
             .execute(&state.db.pool)
             .await
             .unwrap();
-        let lease = |holder: &str| Lease {
-            reconciler: DELIVER.into(),
-            key: delivery.clone(),
-            holder: holder.into(),
-        };
-        let written = || async {
-            let row = sqlx::query(
-                "SELECT d.status, d.attempts, (SELECT COUNT(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) \
-                 FROM webhook_deliveries d WHERE d.id = $1",
-            )
-            .bind(&delivery)
-            .fetch_one(&state.db.pool)
-            .await
-            .unwrap();
-            (
-                row.get::<String, _>(0),
-                row.get::<i64, _>(1),
-                row.get::<i64, _>(2),
-            )
-        };
+        (state, delivery)
+    }
 
-        // The paused worker's POST went out, and its lease ran out meanwhile: nothing written.
-        let late = deliver(&state, &delivery, &lease("wrk_paused.0"))
+    fn lease(delivery: &str, holder: &str) -> Lease {
+        Lease {
+            reconciler: DELIVER.into(),
+            key: delivery.into(),
+            holder: holder.into(),
+        }
+    }
+
+    /// The delivery's status, count of attempts and last error, and its log (attempt, HTTP
+    /// status, error).
+    #[allow(clippy::type_complexity)]
+    async fn written(
+        state: &AppState,
+        delivery: &str,
+    ) -> (
+        String,
+        i64,
+        Option<String>,
+        Vec<(i64, Option<i64>, Option<String>)>,
+    ) {
+        let row = sqlx::query(
+            "SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = $1",
+        )
+        .bind(delivery)
+        .fetch_one(&state.db.pool)
+        .await
+        .unwrap();
+        let log = sqlx::query(
+            "SELECT attempt, status, error FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt",
+        )
+        .bind(delivery)
+        .fetch_all(&state.db.pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| (a.get(0), a.get(1), a.get(2)))
+        .collect();
+        (row.get(0), row.get(1), row.get(2), log)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_attempt_that_outlived_its_lease_records_only_its_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        // A receiver that answers 200; while the first POST is in flight, another worker
+        // takes the delivery's key (this one was paused past its lease).
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let (state, delivery) = one_delivery(dir.path(), &url).await;
+        let posts = Arc::new(AtomicUsize::new(0));
+        let (pool, seen) = (state.db.pool.clone(), posts.clone());
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                read_request(&mut stream).await;
+                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                    sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_next.0' WHERE reconciler = $1")
+                        .bind(DELIVER)
+                        .execute(&pool)
+                        .await
+                        .unwrap();
+                }
+                let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                stream.write_all(ok.as_bytes()).await.unwrap();
+            }
+        });
+
+        // The paused worker's POST went out, and its lease ran out meanwhile: its attempt
+        // (written before the POST) has its answer; the delivery is the holder's to settle.
+        let late = deliver(&state, &delivery, &lease(&delivery, "wrk_first.0"))
             .await
             .unwrap();
         assert!(matches!(late, Outcome::Done));
         assert_eq!(posts.load(Ordering::SeqCst), 1);
-        assert_eq!(written().await, ("pending".to_string(), 0, 0));
+        assert_eq!(
+            written(&state, &delivery).await,
+            (
+                "pending".to_string(),
+                1,
+                Some(NO_ANSWER.to_string()),
+                vec![(1, Some(200), None)]
+            )
+        );
 
-        // Run again with the lost lease: no POST at all.
-        deliver(&state, &delivery, &lease("wrk_paused.0"))
+        // Run again with the lost lease: no POST, no attempt.
+        deliver(&state, &delivery, &lease(&delivery, "wrk_first.0"))
             .await
             .unwrap();
         assert_eq!(posts.load(Ordering::SeqCst), 1);
+        assert_eq!(written(&state, &delivery).await.1, 1);
 
-        // The holder's attempt is the one recorded.
-        deliver(&state, &delivery, &lease("wrk_next.0"))
+        // The holder's attempt settles the delivery.
+        deliver(&state, &delivery, &lease(&delivery, "wrk_next.0"))
             .await
             .unwrap();
         assert_eq!(posts.load(Ordering::SeqCst), 2);
-        assert_eq!(written().await, ("succeeded".to_string(), 1, 1));
+        assert_eq!(
+            written(&state, &delivery).await,
+            (
+                "succeeded".to_string(),
+                2,
+                None,
+                vec![(1, Some(200), None), (2, Some(200), None)]
+            )
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_attempt_cut_off_before_its_answer_is_in_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        // A receiver that reads the first POST and never answers it; it answers the next.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let (state, delivery) = one_delivery(dir.path(), &url).await;
+        let (got_first, first) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut hung, _) = listener.accept().await.unwrap();
+            read_request(&mut hung).await;
+            got_first.send(()).unwrap();
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                read_request(&mut stream).await;
+                let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                stream.write_all(ok.as_bytes()).await.unwrap();
+            }
+        });
+
+        // The worker stops (its future dropped, as by a crash) while its POST is in flight.
+        let cut = tokio::spawn({
+            let (state, delivery) = (state.clone(), delivery.clone());
+            async move { deliver(&state, &delivery, &lease(&delivery, "wrk_first.0")).await }
+        });
+        first.await.unwrap();
+        cut.abort();
+        assert!(cut.await.unwrap_err().is_cancelled());
+        assert_eq!(
+            written(&state, &delivery).await,
+            (
+                "pending".to_string(),
+                1,
+                Some(NO_ANSWER.to_string()),
+                vec![(1, None, Some(NO_ANSWER.to_string()))]
+            )
+        );
+
+        // The next holder's attempt is the second, and the first keeps its record.
+        sqlx::query("UPDATE reconciler_queue SET claimed_by = 'wrk_next.0' WHERE key = $1")
+            .bind(&delivery)
+            .execute(&state.db.pool)
+            .await
+            .unwrap();
+        deliver(&state, &delivery, &lease(&delivery, "wrk_next.0"))
+            .await
+            .unwrap();
+        assert_eq!(
+            written(&state, &delivery).await,
+            (
+                "succeeded".to_string(),
+                2,
+                None,
+                vec![(1, None, Some(NO_ANSWER.to_string())), (2, Some(200), None)]
+            )
+        );
     }
 
     #[test]

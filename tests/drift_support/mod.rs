@@ -24,7 +24,7 @@ pub const DEADLINE: Duration = Duration::from_secs(45);
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Received {
-    /// The path's last segment (`ok`, `gone`, `fail`).
+    /// The path's last segment (`ok`, `gone`, `fail`, `hang-once`).
     pub path: String,
     /// Headers, lowercase names.
     pub headers: BTreeMap<String, String>,
@@ -49,8 +49,8 @@ struct Shared {
     got: Arc<Mutex<Vec<Received>>>,
 }
 
-/// A webhook receiver on 127.0.0.1: `POST /ok` answers 200, `/gone` 410, `/fail` 500; every
-/// request is kept.
+/// A webhook receiver on 127.0.0.1: `POST /ok` answers 200, `/gone` 410, `/fail` 500,
+/// `/hang-once` never answers its first request and 200 to the others; every request is kept.
 pub struct Receiver {
     /// Its address.
     pub addr: SocketAddr,
@@ -73,13 +73,19 @@ async fn receive(
             )
         })
         .collect();
-    shared.got.lock().unwrap().push(Received {
-        path: path.clone(),
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
+    let seen = {
+        let mut got = shared.got.lock().unwrap();
+        got.push(Received {
+            path: path.clone(),
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        got.iter().filter(|r| r.path == path).count()
+    };
     match path.as_str() {
         "ok" => StatusCode::OK,
+        "hang-once" if seen == 1 => std::future::pending().await,
+        "hang-once" => StatusCode::OK,
         "gone" => StatusCode::GONE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -107,7 +113,7 @@ impl Receiver {
         Receiver { addr, shared, task }
     }
 
-    /// The URL of `path` (`ok`, `gone`, `fail`).
+    /// The URL of `path` (`ok`, `gone`, `fail`, `hang-once`).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}/{path}", self.addr)
     }
