@@ -1856,6 +1856,59 @@ async fn the_focus_follows_the_sign_in_and_the_apply() {
     browser.close().await;
 }
 
+/// An apply answered after another tenant was chosen is told as its own tenant's (with the
+/// count of calls that ran), not as the shown tenant's "Applied", and the shown tenant's
+/// views are left alone; choosing another tenant again clears it.
+#[tokio::test]
+async fn an_apply_answered_under_another_tenant_names_its_own() {
+    let (server, admin, _keys) = demo_server("console-apply-elsewhere-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let browser = signed_in_plan_view(&server, &admin).await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    let hash = wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    hold_requests(&browser, "fleet.apply", json!(1500)).await;
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    wait_for(&browser, "#applying").await;
+    choose_tenant(&browser, "globex").await;
+    wait_text(&browser, "#export-info", |t| t.contains("globex")).await;
+
+    let told = wait_text(&browser, "#apply-elsewhere", |t| !t.is_empty()).await;
+    assert_eq!(
+        told,
+        "The apply to tenant root finished: 1 call ran. Choose that tenant to see its drift."
+    );
+    assert_eq!(
+        attribute(&browser, "#apply-elsewhere", "role").await,
+        "status"
+    );
+    assert!(browser.find(Locator::Css("#apply-result")).await.is_err());
+    assert!(browser.find(Locator::Css("#show-drift")).await.is_err());
+    // It did apply, to root, with the planHash reviewed.
+    let status = ok(
+        &server,
+        &admin,
+        "fleet.status",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    assert_eq!(status["applied"]["planHash"], hash.as_str(), "{status}");
+    screenshots(&browser, "15-applied-elsewhere").await;
+
+    choose_tenant(&browser, "acme").await;
+    wait_text(&browser, "#export-info", |t| t.contains("acme")).await;
+    assert!(
+        browser
+            .find(Locator::Css("#apply-elsewhere"))
+            .await
+            .is_err()
+    );
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
 /// Chooses `tenant` in the tenant picker, as a person does.
 async fn choose_tenant(browser: &Browser, tenant: &str) {
     browser

@@ -32,6 +32,9 @@ enum Applying {
     Done(u64, String),
     /// It failed.
     Failed(ApiError),
+    /// The answer of an apply to a tenant other than the one now shown (chosen while it was
+    /// sent): that tenant, and the number of calls that ran or the error.
+    Elsewhere(String, Result<u64, ApiError>),
 }
 
 /// The problem of an edited text that came from a file that was not UTF-8 and still holds
@@ -261,7 +264,7 @@ pub fn PlanView() -> impl IntoView {
         show_all.set(false);
         text.set(value);
         applying.update(|a| {
-            if matches!(a, Applying::Done(..)) {
+            if matches!(a, Applying::Done(..) | Applying::Elsewhere(..)) {
                 *a = Applying::Idle;
             }
         });
@@ -979,7 +982,14 @@ fn ApplyPanel(
         let prune = prune.get_untracked();
         applying.set(Applying::Sending);
         spawn_local(async move {
-            match api::fleet_apply(&key, &tenant, &document, prune, &hash).await {
+            let answer = api::fleet_apply(&key, &tenant, &document, prune, &hash).await;
+            // Another tenant was chosen meanwhile: the answer is told as that tenant's, and
+            // the views (now the other tenant's) are left as they are.
+            if console.tenant.get_untracked() != tenant {
+                applying.set(Applying::Elsewhere(tenant, answer.map(|r| r.applied)));
+                return;
+            }
+            match answer {
                 Ok(result) => {
                     applying.set(Applying::Done(result.applied, hash));
                     console.refresh_status();
@@ -1143,6 +1153,35 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
                 "Show the drift view",
             )
             .close("div");
+        }
+        Applying::Elsewhere(other, answer) => {
+            let (class, role) = match answer {
+                Ok(_) => ("alert ok", "status"),
+                Err(_) => ("alert error", "alert"),
+            };
+            m.open(
+                "div",
+                &[("id", "apply-elsewhere"), ("class", class), ("role", role)],
+            )
+            .open("p", &[])
+            .text("The apply to tenant ")
+            .element("strong", &[], other);
+            match answer {
+                Ok(count) => {
+                    m.text(&format!(
+                        " finished: {count} {}. Choose that tenant to see its drift.",
+                        if *count == 1 { "call ran" } else { "calls ran" }
+                    ))
+                    .close("p");
+                }
+                Err(error) => {
+                    m.text(" failed: ")
+                        .element("code", &[], &error.code)
+                        .close("p")
+                        .element("p", &[], &error.message);
+                }
+            }
+            m.close("div");
         }
         Applying::Failed(error) if error.code == "CONFIG_DRIFT" => {
             m.open("div", &[("id", "config-drift"), ("class", "alert warn"), ("role", "alert")])
