@@ -45,8 +45,13 @@ impl Connection {
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Connection, CliError> {
         let var = |name: &str| var(name).filter(|value| !value.trim().is_empty());
+        let given_url = flags.url.clone().or_else(|| var(URL_VAR));
+        let given_token = var(TOKEN_VAR);
         let (file_path, file) = match &flags.config {
             Some(path) => (Some(path.clone()), read_file(path, true)?),
+            // The default file is read only for what the flag and the variables leave out: a
+            // CI job given both is not stopped by a stale or broken file in its home.
+            None if given_url.is_some() && given_token.is_some() => (None, FileConfig::default()),
             None => match default_file(&var) {
                 Some(path) => {
                     let file = read_file(&path, false)?;
@@ -60,20 +65,15 @@ impl Connection {
             .map(|path| path.display().to_string())
             .unwrap_or_else(|| "~/.config/better-compute/config.toml".to_owned());
 
-        let url = flags
-            .url
-            .clone()
-            .or_else(|| var(URL_VAR))
-            .or(file.url)
-            .ok_or_else(|| {
-                CliError::usage(format!(
-                    "no server URL: pass --url URL, set {URL_VAR}, or put `url = \"https://...\"` \
+        let url = given_url.or(file.url).ok_or_else(|| {
+            CliError::usage(format!(
+                "no server URL: pass --url URL, set {URL_VAR}, or put `url = \"https://...\"` \
                      in {file_name}"
-                ))
-            })?;
+            ))
+        })?;
         // A key read from a file made with `echo` or a CI secret ends with a newline, which no
         // header value may hold: the key is the text without the whitespace around it.
-        let (token, source) = var(TOKEN_VAR)
+        let (token, source) = given_token
             .map(|token| (token, TOKEN_VAR.to_owned()))
             .or_else(|| {
                 file.token
@@ -240,6 +240,52 @@ mod tests {
         let home = dir.path().to_str().unwrap();
         let found = resolve(&ConnectionFlags::default(), &[("HOME", home)]).unwrap();
         assert_eq!(found.url, "http://home");
+    }
+
+    #[test]
+    fn a_broken_default_file_stops_only_a_command_that_needs_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join(".config/better-compute");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("config.toml"),
+            "url = \"http://home\"\ntoken = \n",
+        )
+        .unwrap();
+        let home = ("HOME", dir.path().to_str().unwrap());
+        // The flag or variable and the key's variable say everything: the file is not read.
+        let given = resolve(
+            &ConnectionFlags::default(),
+            &[home, (URL_VAR, "http://var"), (TOKEN_VAR, "t")],
+        )
+        .unwrap();
+        assert_eq!(
+            (given.url.as_str(), given.token.as_str()),
+            ("http://var", "t")
+        );
+        let flags = ConnectionFlags {
+            url: Some("http://flag".into()),
+            config: None,
+        };
+        assert_eq!(
+            resolve(&flags, &[home, (TOKEN_VAR, "t")]).unwrap().url,
+            "http://flag"
+        );
+        // Something left to the file: its error, naming it.
+        let err = resolve(&flags, &[home]).unwrap_err();
+        assert!(
+            matches!(&err, CliError::Usage(m) if m.contains("not valid") && m.contains("config.toml")),
+            "{err}"
+        );
+        // A file named by --config is read whatever else is given.
+        let flags = ConnectionFlags {
+            url: Some("http://flag".into()),
+            config: Some(folder.join("config.toml")),
+        };
+        assert!(matches!(
+            resolve(&flags, &[(TOKEN_VAR, "t")]),
+            Err(CliError::Usage(_))
+        ));
     }
 
     #[test]
