@@ -49,13 +49,14 @@ manifest() {
   "type": "$2",
   "main": "planner.js",
   "types": "planner.d.ts",
-  "files": ["planner.js", "planner.d.ts", "planner_bg.wasm", "planner_bg.wasm.d.ts", "planner_bg.js", "snippets/"],
+  "files": ["planner.js", "planner.d.ts", "planner_bg.wasm", "planner_bg.wasm.d.ts",$3 "snippets/"],
   "sideEffects": ["./planner.js"]
 }
 JSON
 }
-manifest "$here/pkg-node" commonjs
-manifest "$here/pkg-bundler" module
+# The bundler target's glue has a second module, planner_bg.js; Node's has none.
+manifest "$here/pkg-node" commonjs ""
+manifest "$here/pkg-bundler" module ' "planner_bg.js",'
 # The planner's JS snippet (it builds a plan's changes) is written as an ES module, which the
 # CommonJS glue of pkg-node requires: written out as CommonJS there, so that any Node loads it
 # (the snippet's only exports are top-level `export function`s).

@@ -223,6 +223,21 @@ test('the bundler package is an ES module that plans the same', () => {
   assert.equal(out, JSON.parse(read(dir, 'plan.json')).planHash);
 });
 
+test('each package lists the files it has, and has every file the glue loads', () => {
+  for (const pkg of ['pkg-node', 'pkg-bundler']) {
+    const dir = join(here, '..', pkg);
+    const { files } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    for (const file of files) {
+      assert.ok(existsSync(join(dir, file)), `${pkg}/package.json lists ${file}, which is not there`);
+    }
+    const made = readdirSync(dir).filter((f) => f !== 'package.json' && !f.startsWith('.'));
+    for (const file of made) {
+      const listed = files.includes(file) || files.includes(`${file}/`);
+      assert.ok(listed, `${pkg}/${file} is not in its package.json's files`);
+    }
+  }
+});
+
 test('plan takes its options as optional', () => {
   const dir = join(goldenDir, planCases[0]);
   const doc = read(dir, 'document.json').toString('utf8');
