@@ -340,6 +340,11 @@ async fn hand_edit_policy(server: &Server, admin: &str, budget: f64) {
     .await;
 }
 
+/// Root's `fleet.status`, as the server answers it.
+async fn root_status(server: &Server, admin: &str) -> Value {
+    ok(server, admin, "fleet.status", json!({ "tenantId": "root" })).await
+}
+
 /// Applies root's export as is (the demo's fleet becomes the applied document) and returns
 /// the applied config.
 async fn apply_export_as_is(server: &Server, admin: &str) -> Value {
@@ -536,13 +541,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         assert!(legend.contains("live value → the document's"), "{legend}");
         let applied_at = wait_text(&browser, "#applied-at", |t| t.ends_with("UTC")).await;
         assert!(applied_at.starts_with("20"), "{applied_at}");
-        let status = ok(
-            &server,
-            &admin,
-            "fleet.status",
-            json!({ "tenantId": "root" }),
-        )
-        .await;
+        let status = root_status(&server, &admin).await;
         let shown = wait_text(&browser, "#applied-plan-hash", |t| !t.is_empty()).await;
         assert_eq!(shown, status["applied"]["planHash"].as_str().unwrap());
         // The drift shows before -> after when the server sends them, else the fields.
@@ -753,13 +752,7 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
         // The button keeps the focus through its check (a keyboard user can press it again).
         expect_focus(&browser, "check-now").await;
         assert!(browser.find(Locator::Css("#drift-changes")).await.is_err());
-        let status = ok(
-            &server,
-            &admin,
-            "fleet.status",
-            json!({ "tenantId": "root" }),
-        )
-        .await;
+        let status = root_status(&server, &admin).await;
         assert!(status.get("drift").is_none(), "{status}");
         // The timeline (when the server keeps events) has the drift that was seen.
         // (The timeline is hidden, not absent, on a server without events.)
@@ -1886,13 +1879,7 @@ async fn an_apply_answered_under_another_tenant_names_its_own() {
     assert!(browser.find(Locator::Css("#apply-result")).await.is_err());
     assert!(browser.find(Locator::Css("#show-drift")).await.is_err());
     // It did apply, to root, with the planHash reviewed.
-    let status = ok(
-        &server,
-        &admin,
-        "fleet.status",
-        json!({ "tenantId": "root" }),
-    )
-    .await;
+    let status = root_status(&server, &admin).await;
     assert_eq!(status["applied"]["planHash"], hash.as_str(), "{status}");
     screenshots(&browser, "15-applied-elsewhere").await;
 

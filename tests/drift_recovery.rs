@@ -50,6 +50,21 @@ async fn deliveries(fleet: &Fleet, id: &str) -> Vec<Value> {
         .clone()
 }
 
+/// An endpoint at `url` for `events`, then root's fleet applied, edited by hand and checked:
+/// one `fleet.drifted` published. The endpoint as `webhook.create` answered it, and the check.
+async fn endpoint_then_drift(fleet: &Fleet, url: &str, events: &[&str]) -> (Value, Value) {
+    let hook = fleet
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": url, "events": events }),
+        )
+        .await;
+    apply(fleet, "root", &document(0.1)).await;
+    edit_pool(fleet, "root", 0.5).await;
+    let checked = fleet.ok("fleet.check", json!({ "tenantId": "root" })).await;
+    (hook, checked)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_down_across_a_server_restart_still_gets_the_event() {
     let dir = TempDir::new("drift-restart");
@@ -61,19 +76,11 @@ async fn a_receiver_down_across_a_server_restart_still_gets_the_event() {
 
     let first = Fleet::start_on(&database, FAST, &env);
     let key = first.key.clone();
-    let hook = first
-        .ok(
-            "webhook.create",
-            json!({ "tenantId": "root", "url": url, "events": ["fleet.drifted"] }),
-        )
-        .await;
+    let (hook, checked) = endpoint_then_drift(&first, &url, &["fleet.drifted"]).await;
     let (id, secret) = (
         hook["id"].as_str().unwrap().to_string(),
         hook["secret"].as_str().unwrap().to_string(),
     );
-    apply(&first, "root", &document(0.1)).await;
-    edit_pool(&first, "root", 0.5).await;
-    let checked = first.ok("fleet.check", json!({ "tenantId": "root" })).await;
     assert!(checked["drift"].is_object(), "{checked}");
     let event = events(&first, "root").await[0].clone();
     assert_eq!(event["type"], "fleet.drifted");
@@ -135,16 +142,9 @@ async fn an_attempt_cut_off_by_a_crash_is_in_the_log() {
     let env = [("BETTER_COMPUTE_RECONCILER_LEASE_MS", "1000")];
     let first = Fleet::start_on(&database, FAST, &env);
     let key = first.key.clone();
-    let hook = first
-        .ok(
-            "webhook.create",
-            json!({ "tenantId": "root", "url": receiver.url("hang-once"), "events": ["fleet.drifted"] }),
-        )
-        .await;
+    let (hook, _) =
+        endpoint_then_drift(&first, &receiver.url("hang-once"), &["fleet.drifted"]).await;
     let id = hook["id"].as_str().unwrap().to_string();
-    apply(&first, "root", &document(0.1)).await;
-    edit_pool(&first, "root", 0.5).await;
-    first.ok("fleet.check", json!({ "tenantId": "root" })).await;
 
     // The server dies while its POST waits for an answer.
     let sent = receiver.wait_for("hang-once", 1).await;
@@ -341,16 +341,8 @@ async fn an_endpoint_that_keeps_failing_is_disabled() {
         &[("BETTER_COMPUTE_WEBHOOK_GIVE_UP_SECONDS", "3")],
     )
     .await;
-    let hook = fleet
-        .ok(
-            "webhook.create",
-            json!({ "tenantId": "root", "url": receiver.url("fail"), "events": ["*"] }),
-        )
-        .await;
+    let (hook, _) = endpoint_then_drift(&fleet, &receiver.url("fail"), &["*"]).await;
     let id = hook["id"].as_str().unwrap().to_string();
-    apply(&fleet, "root", &document(0.1)).await;
-    edit_pool(&fleet, "root", 0.5).await;
-    fleet.ok("fleet.check", json!({ "tenantId": "root" })).await;
     let disabled = until("the endpoint disabled", || async {
         let list = fleet
             .ok("webhook.list", json!({ "tenantId": "root" }))
