@@ -542,14 +542,16 @@ async fn deliver(
                 .bind(&webhook_id)
                 .execute(&mut *tx)
                 .await?;
-            // Failing since: the first failed attempt after the endpoint's last success.
+            // Failing since: the first failed attempt after the endpoint's last success (one
+            // without an answer, in flight or cut off, is no failure of the endpoint's).
             let since: Option<i64> = sqlx::query(
                 "SELECT MIN(at) FROM webhook_attempts WHERE webhook_id = $1 \
-                 AND (status IS NULL OR status < 200 OR status >= 300) \
+                 AND ((status IS NULL AND error <> $2) OR status < 200 OR status >= 300) \
                  AND at > COALESCE((SELECT MAX(at) FROM webhook_attempts WHERE webhook_id = $1 \
                  AND status >= 200 AND status < 300), -1)",
             )
             .bind(&webhook_id)
+            .bind(NO_ANSWER)
             .fetch_one(&mut *tx)
             .await?
             .try_get(0)?;
@@ -1522,6 +1524,52 @@ mod tests {
                 vec![(1, None, Some(NO_ANSWER.to_string())), (2, Some(200), None)]
             )
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_attempt_without_an_answer_is_no_failure_of_the_endpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        // A receiver that answers 500 to everything.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let (state, delivery) = one_delivery(dir.path(), &url).await;
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                read_request(&mut stream).await;
+                let no = "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                stream.write_all(no.as_bytes()).await.unwrap();
+            }
+        });
+        // An attempt cut off four days ago, longer than an endpoint may fail before it is
+        // disabled: it tells nothing of the endpoint.
+        let long_ago = now_ms() - 4 * 86_400_000;
+        sqlx::query(
+            "INSERT INTO webhook_attempts (id, delivery_id, webhook_id, event_id, attempt, at, status, error, duration_ms) \
+             SELECT 'att_cut', id, webhook_id, event_id, 0, $1, NULL, $2, 0 FROM webhook_deliveries WHERE id = $3",
+        )
+        .bind(long_ago)
+        .bind(NO_ANSWER)
+        .bind(&delivery)
+        .execute(&state.db.pool)
+        .await
+        .unwrap();
+
+        let outcome = deliver(&state, &delivery, &lease(&delivery, "wrk_first.0"))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, Outcome::Retry(e) if e == "HTTP 500"));
+        let disabled: Option<i64> =
+            sqlx::query("SELECT disabled_at FROM webhooks WHERE id = 'wh_fence'")
+                .fetch_one(&state.db.pool)
+                .await
+                .unwrap()
+                .get(0);
+        assert_eq!(
+            disabled, None,
+            "one failure now is no three days of failures"
+        );
+        assert_eq!(written(&state, &delivery).await.0, "pending");
     }
 
     #[test]
