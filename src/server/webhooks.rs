@@ -947,7 +947,8 @@ pub struct Attempt {
     /// The HTTP status answered; left out when none came.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<i64>,
-    /// Why it failed, or [`NO_ANSWER`] while it has no answer; left out when it succeeded.
+    /// Why it failed, or "no answer recorded: the attempt is in flight, or its server
+    /// stopped" while it has no answer; left out when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -1570,6 +1571,15 @@ mod tests {
             "one failure now is no three days of failures"
         );
         assert_eq!(written(&state, &delivery).await.0, "pending");
+    }
+
+    #[test]
+    fn the_attempts_schema_quotes_what_an_unanswered_one_says() {
+        let schema = serde_json::to_value(schemars::schema_for!(Attempt)).unwrap();
+        let error = schema["properties"]["error"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(error.replace('\n', " ").contains(NO_ANSWER), "{error}");
     }
 
     #[test]
