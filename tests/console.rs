@@ -1849,9 +1849,9 @@ async fn the_focus_follows_the_sign_in_and_the_apply() {
     browser.close().await;
 }
 
-/// An apply answered after another tenant was chosen is told as its own tenant's (with the
-/// count of calls that ran), not as the shown tenant's "Applied", and the shown tenant's
-/// views are left alone; choosing another tenant again clears it.
+/// An apply answered after another tenant was chosen is told as its own tenant's (the count
+/// of calls that ran, or its error), not as the shown tenant's "Applied" or CONFIG_DRIFT, and
+/// takes the focus Apply lost; choosing another tenant again clears it.
 #[tokio::test]
 async fn an_apply_answered_under_another_tenant_names_its_own() {
     let (server, admin, _keys) = demo_server("console-apply-elsewhere-key");
@@ -1878,6 +1878,8 @@ async fn an_apply_answered_under_another_tenant_names_its_own() {
     );
     assert!(browser.find(Locator::Css("#apply-result")).await.is_err());
     assert!(browser.find(Locator::Css("#show-drift")).await.is_err());
+    // Apply is disabled for globex's blocked plan: the answer has the keyboard.
+    expect_focus(&browser, "apply-elsewhere").await;
     // It did apply, to root, with the planHash reviewed.
     let status = root_status(&server, &admin).await;
     assert_eq!(status["applied"]["planHash"], hash.as_str(), "{status}");
@@ -1891,6 +1893,27 @@ async fn an_apply_answered_under_another_tenant_names_its_own() {
             .await
             .is_err()
     );
+
+    // A failure is told alike: root's fleet moves by hand after the page's export, and the
+    // stale apply's CONFIG_DRIFT comes back while globex is shown.
+    choose_tenant(&browser, "root").await;
+    wait_text(&browser, "#export-info", |t| t.contains("root")).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64 && t != hash).await;
+    hand_edit_policy(&server, &admin, 0.45).await;
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    wait_for(&browser, "#applying").await;
+    choose_tenant(&browser, "globex").await;
+    let told = wait_text(&browser, "#apply-elsewhere", |t| !t.is_empty()).await;
+    assert!(
+        told.starts_with("The apply to tenant root failed: CONFIG_DRIFT"),
+        "{told}"
+    );
+    assert_eq!(
+        attribute(&browser, "#apply-elsewhere", "role").await,
+        "alert"
+    );
+    assert!(browser.find(Locator::Css("#config-drift")).await.is_err());
     let errors = console_errors(&browser).await;
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;

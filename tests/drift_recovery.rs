@@ -166,7 +166,7 @@ async fn an_attempt_cut_off_by_a_crash_is_in_the_log() {
     assert_eq!(log[0]["attempt"], 1);
     assert_eq!(
         log[0]["error"],
-        "no answer recorded: the attempt is in flight, or its server stopped"
+        "no answer recorded: the attempt is in flight, or was cut off before its answer was written"
     );
     assert!(log[0].get("status").is_none(), "{done}");
     assert_eq!(

@@ -418,8 +418,13 @@ enum Verdict {
 }
 
 /// What an attempt says until its answer is written: while its POST is in flight, and for
-/// good when its process stopped between the POST and the answer's record.
-pub const NO_ANSWER: &str = "no answer recorded: the attempt is in flight, or its server stopped";
+/// good when it was cut off before the answer's record (its process stopped, or the database
+/// failed it).
+///
+/// Stored in the rows and told apart by it (an unanswered attempt is no failure of the
+/// endpoint's): a new wording must still match the rows written with this one.
+pub const NO_ANSWER: &str =
+    "no answer recorded: the attempt is in flight, or was cut off before its answer was written";
 
 /// One attempt of the delivery. The attempt is written before its POST, so that one cut off
 /// by a crash is still in the log ([`NO_ANSWER`]); its answer is written after, and the
@@ -947,8 +952,8 @@ pub struct Attempt {
     /// The HTTP status answered; left out when none came.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<i64>,
-    /// Why it failed, or "no answer recorded: the attempt is in flight, or its server
-    /// stopped" while it has no answer; left out when it succeeded.
+    /// Why it failed, or "no answer recorded: the attempt is in flight, or was cut off before
+    /// its answer was written" while it has no answer; left out when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -1094,7 +1099,10 @@ pub async fn delete(state: &AppState, caller: &Caller, input: &[u8]) -> Result<D
         .await?;
     let mut tx = state.db.write_tx().await?;
     require_webhook(&mut tx, &input.tenant_id, &input.id).await?;
-    for table in ["webhook_attempts", "webhook_deliveries"] {
+    // Deliveries first: their row locks order this against an attempt being begun (which
+    // updates its delivery, then writes its row), so that on PostgreSQL an attempt committed
+    // meanwhile is seen, and deleted, by the next statement rather than left behind.
+    for table in ["webhook_deliveries", "webhook_attempts"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE webhook_id = $1"))
             .bind(&input.id)
             .execute(&mut *tx)

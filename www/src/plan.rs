@@ -941,8 +941,9 @@ fn ApplyPanel(
         }
         // The confirmation takes the focus. Otherwise, when the focused button went away
         // (Apply now, Cancel, the disabled Apply while sending), the answer's button, the
-        // error (focusable for this: Apply is still disabled when this runs) or the Apply
-        // button takes it, so the keyboard is not sent back to the page's top.
+        // error or another tenant's answer (focusable for this: Apply is still disabled when
+        // this runs) or the Apply button takes it, so the keyboard is not sent back to the
+        // page's top.
         // While it sends, Apply (aria-disabled, "Applying…") keeps the focus; then the
         // answer's button or error takes it from Apply.
         let confirming = matches!(applying.get_untracked(), Applying::Confirming);
@@ -954,7 +955,7 @@ fn ApplyPanel(
             return;
         }
         let target = element
-            .query_selector("button, #apply-error")
+            .query_selector("button, #apply-error, #apply-elsewhere")
             .ok()
             .flatten()
             .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
@@ -1161,7 +1162,13 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
             };
             m.open(
                 "div",
-                &[("id", "apply-elsewhere"), ("class", class), ("role", role)],
+                &[
+                    ("id", "apply-elsewhere"),
+                    ("class", class),
+                    ("role", role),
+                    // Takes the focus when Apply, disabled for the tenant now shown, lost it.
+                    ("tabindex", "-1"),
+                ],
             )
             .open("p", &[])
             .text("The apply to tenant ")
