@@ -1329,9 +1329,12 @@ mod tests {
         }
     }
 
-    /// A server state with the delivery reconciler, an endpoint at `url` for every event, one
-    /// event and its delivery, claimed by `wrk_first.0`: the state and the delivery's id.
-    async fn one_delivery(dir: &std::path::Path, url: &str) -> (AppState, String) {
+    /// A server state with the delivery reconciler, an endpoint for every event on a loopback
+    /// listener (the receiver, played by the test), one event and its delivery, claimed by
+    /// `wrk_first.0`: the state, the delivery's id and the listener.
+    async fn one_delivery(dir: &std::path::Path) -> (AppState, String, tokio::net::TcpListener) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let mut state = test_state(dir, vec![Arc::new(Deliver)]).await;
         let mut config = (*state.config).clone();
         config.webhook_allow_private = true;
@@ -1342,7 +1345,7 @@ mod tests {
             "INSERT INTO webhooks (id, tenant_id, url, events, secret, revision, created_at) \
              VALUES ('wh_fence', 'root', $1, '[\"*\"]', $2, 1, 0)",
         )
-        .bind(url)
+        .bind(&url)
         .bind(new_secret())
         .execute(&mut *tx)
         .await
@@ -1368,7 +1371,7 @@ mod tests {
             .execute(&state.db.pool)
             .await
             .unwrap();
-        (state, delivery)
+        (state, delivery, listener)
     }
 
     fn lease(delivery: &str, holder: &str) -> Lease {
@@ -1416,9 +1419,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // A receiver that answers 200; while the first POST is in flight, another worker
         // takes the delivery's key (this one was paused past its lease).
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let (state, delivery) = one_delivery(dir.path(), &url).await;
+        let (state, delivery, listener) = one_delivery(dir.path()).await;
         let posts = Arc::new(AtomicUsize::new(0));
         let (pool, seen) = (state.db.pool.clone(), posts.clone());
         tokio::spawn(async move {
@@ -1481,9 +1482,7 @@ mod tests {
     async fn an_attempt_cut_off_before_its_answer_is_in_the_log() {
         let dir = tempfile::tempdir().unwrap();
         // A receiver that reads the first POST and never answers it; it answers the next.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let (state, delivery) = one_delivery(dir.path(), &url).await;
+        let (state, delivery, listener) = one_delivery(dir.path()).await;
         let (got_first, first) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let (mut hung, _) = listener.accept().await.unwrap();
@@ -1539,9 +1538,7 @@ mod tests {
     async fn an_attempt_without_an_answer_is_no_failure_of_the_endpoint() {
         let dir = tempfile::tempdir().unwrap();
         // A receiver that answers 500 to everything.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let (state, delivery) = one_delivery(dir.path(), &url).await;
+        let (state, delivery, listener) = one_delivery(dir.path()).await;
         tokio::spawn(async move {
             loop {
                 let (mut stream, _) = listener.accept().await.unwrap();
