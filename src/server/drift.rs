@@ -323,7 +323,7 @@ pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Chec
         .try_get::<Option<String>, _>(4)?
         .and_then(|d| serde_json::from_str(&d).ok());
 
-    let planned = match planner::validate(document.as_bytes()) {
+    let planned = match super::cpu(|| planner::validate(document.as_bytes())) {
         Ok(document) => fleet::build_export(
             &mut tx,
             state.modules,
@@ -332,7 +332,7 @@ pub async fn check(state: &AppState, tenant: &str, lease: &Lease) -> Result<Chec
             fleet::TenantScope::NamedBy(&document),
         )
         .await
-        .map(|export| planner::plan(&document, &export, PlanOptions { prune }))
+        .map(|export| super::cpu(|| planner::plan(&document, &export, PlanOptions { prune })))
         .map_err(CheckError::Export),
         Err(invalid) => Err(CheckError::Invalid(
             invalid

@@ -86,7 +86,7 @@ async fn check_admin(
 }
 
 fn validate(config: &RawValue) -> Result<Document<'_>, ApiError> {
-    planner::validate(config.get().as_bytes()).map_err(|invalid| {
+    super::cpu(|| planner::validate(config.get().as_bytes())).map_err(|invalid| {
         let first = invalid.problems.first();
         let message = first.map(|p| p.message.clone()).unwrap_or_else(|| "invalid document".into());
         ApiError::with(
@@ -112,7 +112,7 @@ pub async fn export(state: &AppState, caller: &Caller, input: &[u8]) -> Result<A
     )
     .await?;
     tx.commit().await?;
-    Answer::json(&export)
+    super::cpu(|| Answer::json(&export))
 }
 
 /// `fleet.plan`: a read; changes nothing.
@@ -131,8 +131,13 @@ pub async fn plan(state: &AppState, caller: &Caller, input: &[u8]) -> Result<Ans
     )
     .await?;
     tx.commit().await?;
-    let plan = planner::plan(&document, &export, PlanOptions { prune: input.prune });
-    Answer::json(&plan)
+    super::cpu(|| {
+        Answer::json(&planner::plan(
+            &document,
+            &export,
+            PlanOptions { prune: input.prune },
+        ))
+    })
 }
 
 /// `fleet.apply` over HTTP.
@@ -257,7 +262,7 @@ pub async fn apply(
     )
     .await?;
     read.commit().await?;
-    let first = planner::plan(document, &export, options);
+    let first = super::cpu(|| planner::plan(document, &export, options));
     // A reviewed plan that no longer matches is CONFIG_DRIFT, blocked or not (the fleet moved
     // since the review, as the seed says): that is decided, and audited, under the lock.
     let stale = expected.is_some_and(|e| e != first.plan_hash.0);
@@ -279,7 +284,7 @@ pub async fn apply(
         TenantScope::NamedBy(document),
     )
     .await?;
-    let plan = planner::plan(document, &export, options);
+    let plan = super::cpu(|| planner::plan(document, &export, options));
     if let Some(expected) = expected
         && expected != plan.plan_hash.0
     {

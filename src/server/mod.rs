@@ -311,6 +311,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     tokio::runtime::Runtime::new()?.block_on(serve(config))
 }
 
+/// Runs CPU-bound work (validating or planning a document, writing a big answer) while the
+/// runtime moves this worker's other tasks to another thread: a plan of a 1000-item document
+/// takes tens of milliseconds, and on a two-core machine two of them would otherwise hold
+/// every request, a health check's too, until they end. Inline on a current-thread runtime,
+/// where there is no other worker (and `block_in_place` may not run).
+pub fn cpu<R>(work: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
 /// Opens the database (migrating it), bootstraps IAM, and returns the shared state and the
 /// first administrator's key to print: made by this start and not written to
 /// `--admin-key-file`.
@@ -553,4 +565,34 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 /// without a key.
 async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok", "version": crate::cli::version() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu;
+    use std::time::Duration;
+
+    /// With one worker, a task in `cpu` waits for a message only another task sends: that
+    /// task runs only if `cpu` handed the worker over (else the wait times out).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn cpu_work_leaves_the_worker_to_other_tasks() {
+        let (send, receive) = std::sync::mpsc::channel();
+        let (started, holding) = tokio::sync::oneshot::channel();
+        let holder = tokio::spawn(async move {
+            started.send(()).unwrap();
+            cpu(|| receive.recv_timeout(Duration::from_secs(20)))
+        });
+        holding.await.unwrap();
+        tokio::spawn(async move { send.send(()).unwrap() });
+        assert_eq!(holder.await.unwrap(), Ok(()));
+    }
+
+    #[test]
+    fn cpu_work_runs_inline_without_a_runtime_or_on_a_current_thread_one() {
+        assert_eq!(cpu(|| 7), 7);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(runtime.block_on(async { cpu(|| 8) }), 8);
+    }
 }
