@@ -594,7 +594,8 @@ async fn deliver(
 
 /// Writes the attempt before its POST, while `lease` holds the delivery's key: its number
 /// (the delivery's count of attempts, one more) and its start, with [`NO_ANSWER`] (on the
-/// delivery too, as its last error) until the answer is written. `None` when the key or the pending delivery is gone.
+/// delivery too, as its last error) until the answer is written. `None` when the key or the
+/// pending delivery is gone.
 async fn begin_attempt(
     state: &AppState,
     delivery_id: &str,
