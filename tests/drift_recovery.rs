@@ -10,7 +10,7 @@ mod server_support;
 use common::TempDir;
 use drift_support::{
     Receiver, apply, document, edit_pool, event_types, events, status, two_more_checks, until,
-    verify,
+    verify, webhook,
 };
 use serde_json::{Value, json};
 use server_support::{Db, Fleet, fresh_postgres};
@@ -51,18 +51,13 @@ async fn deliveries(fleet: &Fleet, id: &str) -> Vec<Value> {
 }
 
 /// An endpoint at `url` for `events`, then root's fleet applied, edited by hand and checked:
-/// one `fleet.drifted` published. The endpoint as `webhook.create` answered it, and the check.
-async fn endpoint_then_drift(fleet: &Fleet, url: &str, events: &[&str]) -> (Value, Value) {
-    let hook = fleet
-        .ok(
-            "webhook.create",
-            json!({ "tenantId": "root", "url": url, "events": events }),
-        )
-        .await;
+/// one `fleet.drifted` published. The endpoint's id and secret, and the check.
+async fn endpoint_then_drift(fleet: &Fleet, url: &str, events: &[&str]) -> (String, String, Value) {
+    let (id, secret) = webhook(fleet, url, events).await;
     apply(fleet, "root", &document(0.1)).await;
     edit_pool(fleet, "root", 0.5).await;
     let checked = fleet.ok("fleet.check", json!({ "tenantId": "root" })).await;
-    (hook, checked)
+    (id, secret, checked)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,11 +71,7 @@ async fn a_receiver_down_across_a_server_restart_still_gets_the_event() {
 
     let first = Fleet::start_on(&database, FAST, &env);
     let key = first.key.clone();
-    let (hook, checked) = endpoint_then_drift(&first, &url, &["fleet.drifted"]).await;
-    let (id, secret) = (
-        hook["id"].as_str().unwrap().to_string(),
-        hook["secret"].as_str().unwrap().to_string(),
-    );
+    let (id, secret, checked) = endpoint_then_drift(&first, &url, &["fleet.drifted"]).await;
     assert!(checked["drift"].is_object(), "{checked}");
     let event = events(&first, "root").await[0].clone();
     assert_eq!(event["type"], "fleet.drifted");
@@ -142,9 +133,8 @@ async fn an_attempt_cut_off_by_a_crash_is_in_the_log() {
     let env = [("BETTER_COMPUTE_RECONCILER_LEASE_MS", "1000")];
     let first = Fleet::start_on(&database, FAST, &env);
     let key = first.key.clone();
-    let (hook, _) =
+    let (id, _, _) =
         endpoint_then_drift(&first, &receiver.url("hang-once"), &["fleet.drifted"]).await;
-    let id = hook["id"].as_str().unwrap().to_string();
 
     // The server dies while its POST waits for an answer.
     let sent = receiver.wait_for("hang-once", 1).await;
@@ -341,8 +331,7 @@ async fn an_endpoint_that_keeps_failing_is_disabled() {
         &[("BETTER_COMPUTE_WEBHOOK_GIVE_UP_SECONDS", "3")],
     )
     .await;
-    let (hook, _) = endpoint_then_drift(&fleet, &receiver.url("fail"), &["*"]).await;
-    let id = hook["id"].as_str().unwrap().to_string();
+    let (id, _, _) = endpoint_then_drift(&fleet, &receiver.url("fail"), &["*"]).await;
     let disabled = until("the endpoint disabled", || async {
         let list = fleet
             .ok("webhook.list", json!({ "tenantId": "root" }))

@@ -10,24 +10,12 @@ mod server_support;
 
 use drift_support::{
     Receiver, apply, document, edit_pool, event_types, events, status, two_more_checks, until,
-    verify,
+    verify, webhook,
 };
 use serde_json::{Value, json};
 use server_support::{Db, Fleet};
 
 const FAST: &[&str] = &["--drift-every", "300ms", "--webhook-allow-private"];
-
-async fn webhook(fleet: &Fleet, url: &str, events: &[&str]) -> (String, String) {
-    let hook = fleet
-        .ok(
-            "webhook.create",
-            json!({ "tenantId": "root", "url": url, "events": events }),
-        )
-        .await;
-    let secret = hook["secret"].as_str().unwrap().to_string();
-    assert!(secret.starts_with("whsec_"), "{secret}");
-    (hook["id"].as_str().unwrap().to_string(), secret)
-}
 
 async fn webhooks(fleet: &Fleet) -> Vec<Value> {
     fleet

@@ -490,7 +490,9 @@ async fn deliver(
         secrets.push(previous);
     }
 
-    let Some((attempt_id, attempt)) = begin_attempt(state, delivery_id, lease).await? else {
+    let Some((attempt_id, attempt)) =
+        begin_attempt(state, delivery_id, &webhook_id, &event_id, lease).await?
+    else {
         return Ok(Outcome::Done);
     };
     let started = Instant::now();
@@ -599,6 +601,8 @@ async fn deliver(
 async fn begin_attempt(
     state: &AppState,
     delivery_id: &str,
+    webhook_id: &str,
+    event_id: &str,
     lease: &Lease,
 ) -> Result<Option<(String, i64)>, sqlx::Error> {
     let mut tx = state.db.write_tx().await?;
@@ -608,7 +612,7 @@ async fn begin_attempt(
     let now = now_ms();
     let Some(row) = sqlx::query(
         "UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = NULL, last_error = $1, \
-         updated_at = $2 WHERE id = $3 AND status = 'pending' RETURNING attempts, webhook_id, event_id",
+         updated_at = $2 WHERE id = $3 AND status = 'pending' RETURNING attempts",
     )
     .bind(NO_ANSWER)
     .bind(now)
@@ -626,8 +630,8 @@ async fn begin_attempt(
     )
     .bind(&id)
     .bind(delivery_id)
-    .bind(row.try_get::<String, _>(1)?)
-    .bind(row.try_get::<String, _>(2)?)
+    .bind(webhook_id)
+    .bind(event_id)
     .bind(attempt)
     .bind(now)
     .bind(NO_ANSWER)

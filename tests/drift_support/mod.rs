@@ -146,6 +146,19 @@ impl Drop for Receiver {
     }
 }
 
+/// Creates root's endpoint at `url` for `events`: its id and its secret (`whsec_...`).
+pub async fn webhook(fleet: &Fleet, url: &str, events: &[&str]) -> (String, String) {
+    let hook = fleet
+        .ok(
+            "webhook.create",
+            json!({ "tenantId": "root", "url": url, "events": events }),
+        )
+        .await;
+    let secret = hook["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    (hook["id"].as_str().unwrap().to_string(), secret)
+}
+
 /// Polls `f` every 50 ms until it answers `Some`, or panics after [`DEADLINE`].
 pub async fn until<T, F, Fut>(what: &str, f: F) -> T
 where
