@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::{seed_before_review, seed_reviewed};
 use planner::fleet::{Fleet, Modules};
 use planner::{Document, Plan, PlanOptions};
 use serde_json::{Value, json};
@@ -136,47 +137,6 @@ fn read_request(stream: &mut TcpStream) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The fleet as it is: the seed's example with a looser policy, a smaller owner quota, one
-/// offer and one flavor.
-fn current() -> Value {
-    json!({
-        "version": 1,
-        "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
-        "providerAccounts": [{
-            "name": "cloud", "provider": "hetzner-cloud",
-            "config": { "token": "secret://hetzner", "location": "fsn1" }
-        }],
-        "pools": [
-            {
-                "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
-                "policy": { "disruptionBudget": 0.2 },
-                "ownerQuota": { "gpu": 4 },
-                "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
-            },
-            { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
-        ],
-        "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }]
-    })
-}
-
-/// The reviewed document: the seed's plan example (policy, owner quota, a new offer to
-/// globex, a new flavor).
-fn reviewed() -> Value {
-    let mut doc = current();
-    let pool = &mut doc["pools"][0];
-    pool["policy"] = json!({ "disruptionBudget": 0.1 });
-    pool["ownerQuota"] = json!({ "gpu": 8 });
-    pool["offers"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({ "tenant": "globex", "quota": { "vcpu": 16 } }));
-    doc["flavors"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({ "pool": "vps-fra", "name": "g1.large", "vcpu": 8, "memoryGiB": 32, "diskGiB": 200 }));
-    doc
-}
-
 /// The export of a fleet built from `document` (what `fleet export --state` writes).
 fn export_of(document: &Value) -> Value {
     let document = Document::from_value(document).unwrap();
@@ -201,10 +161,10 @@ fn planned(document: &Value, export: &Value, prune: bool) -> Plan {
 #[test]
 fn plan_against_a_saved_export_prints_the_seeds_lines() {
     let sandbox = Sandbox::new();
-    let export = export_of(&current());
+    let export = export_of(&seed_before_review());
     sandbox.write("export.json", &export);
-    sandbox.write("fleet.json", &reviewed());
-    let expected = planned(&reviewed(), &export, false);
+    sandbox.write("fleet.json", &seed_reviewed());
+    let expected = planned(&seed_reviewed(), &export, false);
 
     let run = sandbox.run(
         &["fleet", "plan", "fleet.json", "--state", "export.json"],
@@ -290,9 +250,9 @@ fn plan_against_a_saved_export_prints_the_seeds_lines() {
 #[test]
 fn plan_output_json_is_the_plan() {
     let sandbox = Sandbox::new();
-    let export = export_of(&current());
+    let export = export_of(&seed_before_review());
     sandbox.write("export.json", &export);
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
     let run = sandbox.run(
         &[
             "fleet",
@@ -307,7 +267,7 @@ fn plan_output_json_is_the_plan() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let plan: Plan = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(plan, planned(&reviewed(), &export, false));
+    assert_eq!(plan, planned(&seed_reviewed(), &export, false));
     let raw: Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(raw["planHash"].is_string() && raw["summary"]["create"] == 2);
 }
@@ -315,9 +275,9 @@ fn plan_output_json_is_the_plan() {
 #[test]
 fn fail_on_drift_fails_only_when_calls_would_run() {
     let sandbox = Sandbox::new();
-    sandbox.write("export.json", &export_of(&current()));
-    sandbox.write("fleet.json", &reviewed());
-    sandbox.write("same.json", &current());
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    sandbox.write("fleet.json", &seed_reviewed());
+    sandbox.write("same.json", &seed_before_review());
 
     let run = sandbox.run(
         &[
@@ -366,8 +326,8 @@ fn fail_on_drift_fails_only_when_calls_would_run() {
 #[test]
 fn prune_plans_deletes() {
     let sandbox = Sandbox::new();
-    sandbox.write("export.json", &export_of(&current()));
-    let mut doc = current();
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    let mut doc = seed_before_review();
     doc["flavors"] = json!([]);
     sandbox.write("fleet.json", &doc);
     let run = sandbox.run(
@@ -403,8 +363,8 @@ fn prune_plans_deletes() {
 #[test]
 fn a_blocked_plan_exits_plan_blocked() {
     let sandbox = Sandbox::new();
-    sandbox.write("export.json", &export_of(&current()));
-    let mut doc = current();
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    let mut doc = seed_before_review();
     doc["pools"][0]["gpuModel"] = json!("H100");
     sandbox.write("fleet.json", &doc);
     let run = sandbox.run(
@@ -429,7 +389,7 @@ fn a_blocked_plan_exits_plan_blocked() {
 #[test]
 fn validate_prints_every_problem_with_its_path() {
     let sandbox = Sandbox::new();
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
     let run = sandbox.run(&["fleet", "validate", "fleet.json"], &[]);
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
@@ -551,7 +511,7 @@ fn validate_prints_every_problem_with_its_path() {
 #[test]
 fn usage_errors_exit_2() {
     let sandbox = Sandbox::new();
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
     let cases: &[&[&str]] = &[
         &["fleet", "plan"],
         &["fleet", "plan", "fleet.json"],
@@ -626,7 +586,7 @@ fn usage_errors_exit_2() {
 #[test]
 fn a_missing_url_or_token_says_how_to_provide_it() {
     let sandbox = Sandbox::new();
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
     let run = sandbox.run(&["fleet", "status", "--tenant", "root"], &[]);
     assert_eq!(run.code, 2);
     assert!(
@@ -755,8 +715,8 @@ fn export_refuses_to_overwrite_a_file() {
 #[test]
 fn colour_only_when_asked_and_never_with_no_color() {
     let sandbox = Sandbox::new();
-    sandbox.write("export.json", &export_of(&current()));
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    sandbox.write("fleet.json", &seed_reviewed());
     let args = ["fleet", "plan", "fleet.json", "--state", "export.json"];
     // Piped: plain.
     assert!(!sandbox.run(&args, &[]).stdout.contains('\x1b'));
@@ -810,8 +770,8 @@ fn completions_for_each_shell() {
 #[test]
 fn a_state_that_is_not_an_export_is_an_error() {
     let sandbox = Sandbox::new();
-    sandbox.write("fleet.json", &reviewed());
-    sandbox.write("export.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
+    sandbox.write("export.json", &seed_reviewed());
     let run = sandbox.run(
         &["fleet", "plan", "fleet.json", "--state", "export.json"],
         &[],
@@ -824,7 +784,7 @@ fn a_state_that_is_not_an_export_is_an_error() {
     );
     // serde would read the export's fields from a list in their order: refused, as the
     // browser's planner refuses it.
-    let export = export_of(&current());
+    let export = export_of(&seed_before_review());
     let fields: Vec<Value> = [
         "tenantId",
         "caller",
@@ -873,8 +833,8 @@ fn a_state_that_is_not_an_export_is_an_error() {
 #[test]
 fn output_that_cannot_be_written_is_an_error() {
     let sandbox = Sandbox::new();
-    sandbox.write("export.json", &export_of(&current()));
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    sandbox.write("fleet.json", &seed_reviewed());
     let plan = ["fleet", "plan", "fleet.json", "--state", "export.json"];
     let json = [&plan[..], &["--output", "json"]].concat();
     let validate = ["fleet", "validate", "fleet.json"];
@@ -900,7 +860,7 @@ const SOME_HASH: &str = "0000000000000000000000000000000000000000000000000000000
 #[test]
 fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
     let sandbox = Sandbox::new();
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
     let stub = Stub::start(|_| None);
     let vars = [
         ("BETTER_COMPUTE_URL", stub.url.as_str()),
@@ -956,7 +916,7 @@ fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
 #[test]
 fn apply_prints_the_problems_of_a_server_that_refuses_the_document() {
     let sandbox = Sandbox::new();
-    let path = sandbox.write("fleet.json", &reviewed());
+    let path = sandbox.write("fleet.json", &seed_reviewed());
     // A server of another version that refuses what this CLI's validation accepts.
     let refusal = json!({ "error": {
         "code": "INVALID_INPUT",
@@ -967,7 +927,12 @@ fn apply_prints_the_problems_of_a_server_that_refuses_the_document() {
         ] }
     } });
     // fleet.plan answers the plan against the current fleet; fleet.apply refuses.
-    let plan = serde_json::to_value(planned(&reviewed(), &export_of(&current()), false)).unwrap();
+    let plan = serde_json::to_value(planned(
+        &seed_reviewed(),
+        &export_of(&seed_before_review()),
+        false,
+    ))
+    .unwrap();
     let stub = Stub::start(move |path| {
         Some(if path == "/api/fleet.plan" {
             (200, plan.clone())
@@ -1031,8 +996,8 @@ fn closed_pipe() -> Stdio {
 #[test]
 fn a_closed_pipe_is_no_panic() {
     let sandbox = Sandbox::new();
-    sandbox.write("export.json", &export_of(&current()));
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    sandbox.write("fleet.json", &seed_reviewed());
     // Standard output closed: the output is dropped, the exit code is the command's.
     for (args, code) in [
         (&["completions", "bash"][..], 0),
@@ -1240,9 +1205,9 @@ fn stdin_from(sandbox: &Sandbox, name: &str) -> Stdio {
 #[test]
 fn a_dash_is_standard_input_for_documents_and_standard_output_for_export() {
     let sandbox = Sandbox::new();
-    let export = export_of(&current());
+    let export = export_of(&seed_before_review());
     sandbox.write("export.json", &export);
-    sandbox.write("fleet.json", &reviewed());
+    sandbox.write("fleet.json", &seed_reviewed());
     std::fs::write(sandbox.path("bad.json"), "{\n  \"version\": 2\n}\n").unwrap();
     let piped = |args: &[&str], vars: &[(&str, &str)], file: &str| {
         sandbox.run_with(args, vars, |command| {
@@ -1300,7 +1265,7 @@ fn a_dash_is_standard_input_for_documents_and_standard_output_for_export() {
     );
 
     // apply's review prints `-` as it is: the next run reads standard input again.
-    let plan = serde_json::to_value(planned(&reviewed(), &export, false)).unwrap();
+    let plan = serde_json::to_value(planned(&seed_reviewed(), &export, false)).unwrap();
     let hash = plan["planHash"].as_str().unwrap().to_owned();
     let stub = Stub::start(move |_| Some((200, plan.clone())));
     let vars = [

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, TempDir};
+use common::{Server, TempDir, seed_before_review, seed_reviewed};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -211,45 +211,6 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// The fleet before the review (the seed's example, looser policy, smaller owner quota).
-fn current() -> Value {
-    json!({
-        "version": 1,
-        "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
-        "providerAccounts": [{
-            "name": "cloud", "provider": "hetzner-cloud",
-            "config": { "token": "secret://hetzner", "location": "fsn1" }
-        }],
-        "pools": [
-            {
-                "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
-                "policy": { "disruptionBudget": 0.2 },
-                "ownerQuota": { "gpu": 4 },
-                "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
-            },
-            { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
-        ],
-        "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }]
-    })
-}
-
-/// The reviewed document: the seed's plan example.
-fn reviewed() -> Value {
-    let mut doc = current();
-    let pool = &mut doc["pools"][0];
-    pool["policy"] = json!({ "disruptionBudget": 0.1 });
-    pool["ownerQuota"] = json!({ "gpu": 8 });
-    pool["offers"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({ "tenant": "globex", "quota": { "vcpu": 16 } }));
-    doc["flavors"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({ "pool": "vps-fra", "name": "g1.large", "vcpu": 8, "memoryGiB": 32, "diskGiB": 200 }));
-    doc
-}
-
 const SEED_LINES: &str = "\
 ~ pool vps-fra (policy)
 ~ ownerQuota vps-fra:gpu (max)
@@ -269,7 +230,7 @@ fn plan_hash_of(stdout: &str) -> String {
 #[test]
 fn export_plan_apply_status_as_the_seed_documents_them() {
     let d = Deployment::start(&[]);
-    d.write("base.json", &current());
+    d.write("base.json", &seed_before_review());
 
     // Review first: apply without --yes prints the plan and how to apply it, changes nothing.
     let review = d.cli(&["fleet", "apply", "base.json", "--tenant", "root"]);
@@ -473,7 +434,7 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
 
     // The seed's plan, on the server and offline against the saved export: same lines, same
     // planHash, same calls.
-    d.write("reviewed.json", &reviewed());
+    d.write("reviewed.json", &seed_reviewed());
     let online = d.cli(&["fleet", "plan", "reviewed.json", "--tenant", "root"]);
     assert_eq!(online.code, 0, "{online:?}");
     let hash = plan_hash_of(&online.stdout);
@@ -522,7 +483,7 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
     let server_plan = d
         .api(
             "fleet.plan",
-            json!({ "tenantId": "root", "config": reviewed(), "prune": false }),
+            json!({ "tenantId": "root", "config": seed_reviewed(), "prune": false }),
         )
         .unwrap();
     assert_eq!(plan, server_plan);
@@ -629,7 +590,7 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
 
     // Blocked plans exit PLAN_BLOCKED from plan and apply, with every change that does
     // something printed, the blocked one and the others alike, and the same error line.
-    let mut blocked = reviewed();
+    let mut blocked = seed_reviewed();
     blocked["pools"][0]["gpuModel"] = json!("H100");
     blocked["sites"]
         .as_array_mut()
@@ -715,7 +676,7 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
 #[test]
 fn the_seeds_ci_workflow_replayed() {
     let d = Deployment::start(&[]);
-    d.write("fleet.json", &reviewed());
+    d.write("fleet.json", &seed_reviewed());
     let first = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
     assert_eq!(first.code, 0, "{first:?}");
     assert!(
@@ -790,7 +751,7 @@ fn the_seeds_ci_workflow_replayed() {
 #[test]
 fn status_reports_drift_until_an_apply_fixes_it() {
     let d = Deployment::start(&["--drift-every", "1s"]);
-    d.write("fleet.json", &reviewed());
+    d.write("fleet.json", &seed_reviewed());
     let first = d.cli(&["fleet", "apply", "fleet.json", "--tenant", "root", "--yes"]);
     assert_eq!(first.code, 0, "{first:?}");
     let raw = d.checked_status(now_ms());
@@ -965,7 +926,7 @@ fn missing_kinds_are_reported_on_stderr() {
     assert!(config.get("flavors").is_none(), "{config}");
 
     // A document with flavors plans as blocked there.
-    let mut doc = reviewed();
+    let mut doc = seed_reviewed();
     doc.as_object_mut().unwrap().remove("providerAccounts");
     doc["pools"].as_array_mut().unwrap().pop();
     d.write("fleet.json", &doc);
@@ -1056,7 +1017,7 @@ fn output_that_cannot_be_written_is_an_error() {
 #[test]
 fn apply_yes_output_json_prints_nothing_on_a_blocked_plan() {
     let d = Deployment::start(&[]);
-    d.write("current.json", &current());
+    d.write("current.json", &seed_before_review());
     let run = d.cli(&[
         "fleet",
         "apply",
@@ -1067,7 +1028,7 @@ fn apply_yes_output_json_prints_nothing_on_a_blocked_plan() {
     ]);
     assert_eq!(run.code, 0, "{run:?}");
     // Blocked with no call to make (gpuModel cannot change), and blocked with calls too.
-    let mut blocked = current();
+    let mut blocked = seed_before_review();
     blocked["pools"][0]["gpuModel"] = json!("H100");
     d.write("blocked.json", &blocked);
     blocked["sites"]

@@ -6,9 +6,10 @@ mod common;
 mod guarantees_support;
 mod server_support;
 
+use common::seed_document;
 use guarantees_support::{Database, LoggedServer, contains, count_at, figure, texts_at};
 use serde_json::{Value, json};
-use server_support::{Db, Fleet, seed_document};
+use server_support::{Db, Fleet};
 use std::time::Duration;
 
 /// Rows of every table but the audit (which records refusals), to show nothing changed.

@@ -10,9 +10,10 @@ mod common;
 mod drift_support;
 mod server_support;
 
+use common::seed_document;
 use drift_support::{Receiver, until};
 use serde_json::{Value, json};
-use server_support::{Db, Fleet, seed_document};
+use server_support::{Db, Fleet};
 use std::collections::BTreeSet;
 
 /// The answers got, by method.

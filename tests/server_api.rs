@@ -1154,7 +1154,7 @@ both!(in_use, deletes_refuse_what_is_still_used);
 /// planned from its exact bytes as a POST's body is.
 async fn fleet_plan_is_a_read(db: Db) {
     let fleet = Fleet::start(db, &[]).await;
-    let document = server_support::seed_document();
+    let document = common::seed_document();
     let posted = fleet
         .ok(
             "fleet.plan",

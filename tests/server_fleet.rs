@@ -6,8 +6,9 @@
 mod common;
 mod server_support;
 
+use common::seed_document;
 use serde_json::{Value, json};
-use server_support::{Db, Fleet, calls, identities, seed_document};
+use server_support::{Db, Fleet, calls, identities};
 
 async fn fleet_with_acme(db: Db, args: &[&str]) -> Fleet {
     let fleet = Fleet::start(db, args).await;

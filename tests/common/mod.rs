@@ -33,6 +33,64 @@ pub const CHROMIUM_ARGS: &[&str] = &[
     "--window-size=1280,900",
 ];
 
+/// The seed's example document.
+pub fn seed_document() -> serde_json::Value {
+    serde_json::json!({
+        "version": 1,
+        "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
+        "providerAccounts": [{
+            "name": "cloud", "provider": "hetzner-cloud",
+            "config": { "token": "secret://hetzner", "location": "fsn1" }
+        }],
+        "pools": [
+            {
+                "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
+                "policy": { "disruptionBudget": 0.1 },
+                "ownerQuota": { "gpu": 8 },
+                "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
+            },
+            { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
+        ],
+        "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
+        "sandboxTemplates": [{
+            "name": "py-small", "pool": "vps-fra", "flavor": "g1.small", "imageId": "ubuntu-24.04",
+            "env": { "PIP_INDEX_URL": "secret://root/sec_01k" }, "network": "private",
+            "warm": { "min": 2, "max": 4 }
+        }]
+    })
+}
+
+/// The fleet before the seed's plan example is reviewed: its example document without the
+/// template, with a looser policy and a smaller owner quota.
+pub fn seed_before_review() -> serde_json::Value {
+    let mut doc = seed_document();
+    doc.as_object_mut()
+        .expect("an object")
+        .remove("sandboxTemplates");
+    let pool = &mut doc["pools"][0];
+    pool["policy"] = serde_json::json!({ "disruptionBudget": 0.2 });
+    pool["ownerQuota"] = serde_json::json!({ "gpu": 4 });
+    doc
+}
+
+/// The reviewed document of the seed's plan example (policy, owner quota, a new offer to
+/// globex, a new flavor) over [`seed_before_review`].
+pub fn seed_reviewed() -> serde_json::Value {
+    let mut doc = seed_before_review();
+    let pool = &mut doc["pools"][0];
+    pool["policy"] = serde_json::json!({ "disruptionBudget": 0.1 });
+    pool["ownerQuota"] = serde_json::json!({ "gpu": 8 });
+    pool["offers"]
+        .as_array_mut()
+        .expect("offers")
+        .push(serde_json::json!({ "tenant": "globex", "quota": { "vcpu": 16 } }));
+    doc["flavors"]
+        .as_array_mut()
+        .expect("flavors")
+        .push(serde_json::json!({ "pool": "vps-fra", "name": "g1.large", "vcpu": 8, "memoryGiB": 32, "diskGiB": 200 }));
+    doc
+}
+
 /// The `better-compute` binary Cargo built for these tests.
 pub fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_better-compute"))

@@ -206,33 +206,6 @@ pub async fn answer(response: reqwest::Response) -> Result<Value, Failure> {
     })
 }
 
-/// The seed's example document.
-pub fn seed_document() -> Value {
-    json!({
-        "version": 1,
-        "sites": [{ "name": "fra", "kind": "shared", "region": "eu-central" }],
-        "providerAccounts": [{
-            "name": "cloud", "provider": "hetzner-cloud",
-            "config": { "token": "secret://hetzner", "location": "fsn1" }
-        }],
-        "pools": [
-            {
-                "name": "vps-fra", "site": "fra", "class": "vps-host", "gpuModel": "L40S",
-                "policy": { "disruptionBudget": 0.1 },
-                "ownerQuota": { "gpu": 8 },
-                "offers": [{ "tenant": "acme", "quota": { "vcpu": 64, "gpu": 2 }, "priority": 5 }]
-            },
-            { "name": "burst", "site": "fra", "class": "provider", "providerAccount": "cloud" }
-        ],
-        "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
-        "sandboxTemplates": [{
-            "name": "py-small", "pool": "vps-fra", "flavor": "g1.small", "imageId": "ubuntu-24.04",
-            "env": { "PIP_INDEX_URL": "secret://root/sec_01k" }, "network": "private",
-            "warm": { "min": 2, "max": 4 }
-        }]
-    })
-}
-
 /// The calls of a plan answer.
 pub fn calls(plan: &Value) -> &Vec<Value> {
     plan["calls"].as_array().expect("calls")
