@@ -145,7 +145,7 @@ pub async fn apply_http(
     state: &AppState,
     caller: &Caller,
     input: &[u8],
-) -> Result<Value, ApiError> {
+) -> Result<Answer, ApiError> {
     let input: ApplyInput = parse(input)?;
     if let Some(hash) = &input.plan_hash
         && !planner::PlanHash::is_well_formed(hash)
@@ -246,7 +246,7 @@ pub async fn apply(
     document: &Document<'_>,
     prune: bool,
     expected: Option<&str>,
-) -> Result<Value, ApiError> {
+) -> Result<Answer, ApiError> {
     let options = PlanOptions { prune };
     // Before the lock: plan, and decide every call. The export is read in one snapshot: read
     // statement by statement, another apply committing in between would show half its fleet
@@ -378,10 +378,14 @@ pub async fn apply(
     let applied = plan.calls.len();
     audit(&mut tx, caller, tenant, "fleet.apply", "ok", None, json!({ "planHash": plan.plan_hash, "applied": applied, "prune": prune, "summary": plan.summary })).await?;
     tx.commit().await?;
-    Ok(serde_json::to_value(ApplyAnswer {
-        plan: &plan,
-        applied,
-    })?)
+    // Written from the plan's types, as fleet.plan's answer: a maximal apply's plan as a
+    // `Value` tree was tens of thousands of objects built only to be written out.
+    super::cpu(|| {
+        Answer::json(&ApplyAnswer {
+            plan: &plan,
+            applied,
+        })
+    })
 }
 
 /// `fleet.status`: the applied document's record and the drift as of the last check.
