@@ -509,10 +509,11 @@ pub async fn build_export(
             .unwrap_or_else(|| id.to_string())
     };
     let mut objects = Vec::new();
-    let mut object = |kind: Kind, name: &str, id: Option<&str>, revision: i64| {
+    // The name is taken, not copied: most are formatted for this (`pool:resource`).
+    let mut object = |kind: Kind, name: String, id: Option<&str>, revision: i64| {
         objects.push(ObjectRef {
             kind,
-            name: name.to_string().into(),
+            name: name.into(),
             id: id.map(|id| Text::from(id.to_owned())),
             revision: u64::try_from(revision).unwrap_or(0),
             used_by: None,
@@ -529,7 +530,7 @@ pub async fn build_export(
     site_rows.sort_unstable_by(|a, b| a.id.cmp(&b.id));
     for s in site_rows {
         let name = name_of(Kind::Site, &s.id);
-        object(Kind::Site, &name, Some(&s.id), s.revision);
+        object(Kind::Site, name.clone(), Some(&s.id), s.revision);
         site_names.insert(s.id.clone(), name.clone());
         sites.push(doc::Site {
             name: name.into(),
@@ -542,7 +543,12 @@ pub async fn build_export(
     let accounts = if modules.vps {
         let mut out = Vec::new();
         for a in load_accounts(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await? {
-            object(Kind::ProviderAccount, &a.name, Some(&a.id), a.revision);
+            object(
+                Kind::ProviderAccount,
+                a.name.clone(),
+                Some(&a.id),
+                a.revision,
+            );
             account_names.insert(a.id.clone(), a.name.clone());
             out.push(doc::ProviderAccount {
                 name: a.name.into(),
@@ -589,12 +595,12 @@ pub async fn build_export(
     }
     for p in pool_rows {
         let name = name_of(Kind::Pool, &p.id);
-        object(Kind::Pool, &name, Some(&p.id), p.revision);
+        object(Kind::Pool, name.clone(), Some(&p.id), p.revision);
         let mut owner_quota = planner::Map::new();
         for q in quotas.remove(&p.id).unwrap_or_default() {
             object(
                 Kind::OwnerQuota,
-                &format!("{name}:{}", q.resource),
+                format!("{name}:{}", q.resource),
                 None,
                 q.revision,
             );
@@ -604,7 +610,7 @@ pub async fn build_export(
         for o in offers.remove(&p.id).unwrap_or_default() {
             object(
                 Kind::Offer,
-                &format!("{name} -> {}", o.tenant_id),
+                format!("{name} -> {}", o.tenant_id),
                 None,
                 o.revision,
             );
@@ -644,7 +650,7 @@ pub async fn build_export(
             };
             object(
                 Kind::Flavor,
-                &format!("{pool}/{}", f.name),
+                format!("{pool}/{}", f.name),
                 Some(&f.id),
                 f.revision,
             );
@@ -686,7 +692,12 @@ pub async fn build_export(
     let templates = if modules.vps && modules.sandboxes {
         let mut out = Vec::new();
         for t in load_templates(conn, "tenant_id = $1", &[tenant], Rows::Unordered).await? {
-            object(Kind::SandboxTemplate, &t.name, Some(&t.id), t.revision);
+            object(
+                Kind::SandboxTemplate,
+                t.name.clone(),
+                Some(&t.id),
+                t.revision,
+            );
             out.push(doc::SandboxTemplate {
                 name: t.name.into(),
                 pool: pool_names
