@@ -190,6 +190,13 @@ async fn hand_edits_show_in_the_next_plan(db: Db) {
         .collect();
     assert_eq!(refusals.len(), 1, "{audit}");
     assert_eq!(refusals[0]["details"]["expected"], "0".repeat(64));
+    // Hand calls that write what is there move nothing: the reviewed plan still applies.
+    let revision = &calls(&plan)[0]["input"]["ifRevision"];
+    let same = json!({ "tenantId": "root", "id": pool["id"], "ifRevision": revision, "policy": { "disruptionBudget": 0.3 } });
+    fleet.ok("pool.update", same).await;
+    let absent =
+        json!({ "tenantId": "root", "poolId": pool["id"], "resource": "absent", "max": null });
+    fleet.ok("pool.setOwnerQuota", absent).await;
     // Applying puts it back.
     fleet
         .ok(

@@ -7,7 +7,8 @@
 //!
 //! Semantics, the server's (`src/server/objects.rs`), in one place to compare against:
 //! - Every object and every owner quota entry and offer has a revision: 1 on create, +1 on every
-//!   update-like call (a write, even when the values are the same). Entries have their own
+//!   call that changes it. A call that writes the values already there changes nothing, its
+//!   revision included, so a plan reviewed before it still applies. Entries have their own
 //!   revisions, and changing one moves its pool's too: archiving a pool removes its entries,
 //!   so a plan that archives it must not match a pool whose entries moved since.
 //! - `ifRevision` that does not match is [`FleetError::Conflict`], naming the object as the
@@ -552,8 +553,10 @@ impl Fleet {
             i.if_revision,
             account.revision,
         )?;
-        account.config = i.config.clone();
-        account.revision += 1;
+        if account.config != i.config {
+            account.config = i.config.clone();
+            account.revision += 1;
+        }
         Ok(())
     }
 
@@ -696,8 +699,10 @@ impl Fleet {
     fn pool_update(&mut self, i: &PoolUpdate) -> Result<(), FleetError> {
         let pool = self.pool_mut(&i.id)?;
         check(format!("pool {}", i.id), i.if_revision, pool.revision)?;
-        pool.policy = i.policy.clone();
-        pool.revision += 1;
+        if pool.policy != i.policy {
+            pool.policy = i.policy.clone();
+            pool.revision += 1;
+        }
         Ok(())
     }
 
@@ -706,6 +711,9 @@ impl Fleet {
         let object = format!("ownerQuota {}:{}", i.pool_id, i.resource);
         let current = pool.owner_quota.get(&i.resource).map(|e| e.revision);
         check_entry(object, i.if_revision, current)?;
+        if i.max == pool.owner_quota.get(&i.resource).map(|e| e.value) {
+            return Ok(());
+        }
         match (i.max, pool.owner_quota.get_mut(&i.resource)) {
             (None, _) => {
                 pool.owner_quota.remove(&i.resource);
@@ -746,6 +754,7 @@ impl Fleet {
             priority: i.priority,
         };
         match pool.offers.get_mut(&i.tenant) {
+            Some(entry) if entry.value == value => return Ok(()),
             Some(entry) => {
                 entry.value = value;
                 entry.revision += 1;
@@ -831,9 +840,11 @@ impl Fleet {
             .get_mut(&i.id)
             .ok_or_else(|| not_found("flavor", &i.id))?;
         check(format!("flavor {}", i.id), i.if_revision, flavor.revision)?;
-        (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) =
-            (i.vcpu, i.memory_gib, i.disk_gib, i.gpu);
-        flavor.revision += 1;
+        let sizes = (i.vcpu, i.memory_gib, i.disk_gib, i.gpu);
+        if (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) != sizes {
+            (flavor.vcpu, flavor.memory_gib, flavor.disk_gib, flavor.gpu) = sizes;
+            flavor.revision += 1;
+        }
         Ok(())
     }
 
@@ -914,6 +925,12 @@ impl Fleet {
         )?;
         self.check_template_refs(&template.pool_id, &i.flavor_id)?;
         let template = self.templates.get_mut(&i.id).expect("looked up above");
+        let now = (&template.flavor_id, &template.image_id, &template.env);
+        if now == (&i.flavor_id, &i.image_id, &i.env)
+            && (template.network, template.warm) == (i.network, i.warm)
+        {
+            return Ok(());
+        }
         template.flavor_id = i.flavor_id.clone();
         template.image_id = i.image_id.clone();
         template.env = i.env.clone();
@@ -1266,13 +1283,9 @@ mod tests {
         };
         fleet.apply(&update(1, 0.1)).unwrap();
         assert_eq!(fleet.revision(Kind::Pool, "vps-fra"), Some(2));
-        fleet.apply(&update(2, 0.1)).unwrap();
-        assert_eq!(
-            fleet.revision(Kind::Pool, "vps-fra"),
-            Some(3),
-            "every update is a write, as on the server"
-        );
-        let err = fleet.apply(&update(1, 0.2)).unwrap_err();
+        fleet.apply(&update(2, 0.2)).unwrap();
+        assert_eq!(fleet.revision(Kind::Pool, "vps-fra"), Some(3));
+        let err = fleet.apply(&update(1, 0.3)).unwrap_err();
         assert_eq!(
             err,
             FleetError::Conflict {
@@ -1282,6 +1295,99 @@ mod tests {
             }
         );
         assert_eq!(err.to_string(), format!("pool {p} is at revision 3, not 1"));
+    }
+
+    #[test]
+    fn a_call_that_writes_what_is_there_moves_no_revision() {
+        let mut fleet = fleet();
+        let s = site(&mut fleet, "fra");
+        let p = pool(&mut fleet, "vps-fra", &s);
+        fleet.apply(&quota(&p, "gpu", Some(8), None)).unwrap();
+        fleet.apply(&offer(&p, "acme", 4, None)).unwrap();
+        let account = fleet
+            .apply(&Call::ProviderAccountCreate(ProviderAccountCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                name: "aws".into(),
+                provider: "aws".into(),
+                config: BTreeMap::from([("region".into(), "eu-central-1".into())]),
+            }))
+            .unwrap()
+            .unwrap();
+        let flavor = fleet
+            .apply(&Call::FlavorCreate(FlavorCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                pool_id: p.clone(),
+                name: "small".into(),
+                vcpu: 2,
+                memory_gib: 4,
+                disk_gib: 20,
+                gpu: None,
+            }))
+            .unwrap()
+            .unwrap();
+        let template = fleet
+            .apply(&Call::SandboxTemplateCreate(SandboxTemplateCreate {
+                tenant_id: T.into(),
+                idempotency_key: None,
+                name: "py".into(),
+                pool_id: p.clone(),
+                flavor_id: flavor.clone(),
+                image_id: "python:3.12".into(),
+                env: None,
+                network: Network::Private,
+                warm: None,
+            }))
+            .unwrap()
+            .unwrap();
+        let before = fleet.clone();
+        let same = [
+            Call::PoolUpdate(PoolUpdate {
+                tenant_id: T.into(),
+                id: p.clone(),
+                if_revision: 3,
+                policy: None,
+            }),
+            quota(&p, "gpu", Some(8), Some(1)),
+            quota(&p, "absent", None, None),
+            offer(&p, "acme", 4, Some(1)),
+            Call::ProviderAccountUpdate(ProviderAccountUpdate {
+                tenant_id: T.into(),
+                id: account,
+                if_revision: 1,
+                config: BTreeMap::from([("region".into(), "eu-central-1".into())]),
+            }),
+            Call::FlavorUpdate(FlavorUpdate {
+                tenant_id: T.into(),
+                id: flavor.clone(),
+                if_revision: 1,
+                vcpu: 2,
+                memory_gib: 4,
+                disk_gib: 20,
+                gpu: None,
+            }),
+            Call::SandboxTemplateUpdate(SandboxTemplateUpdate {
+                tenant_id: T.into(),
+                id: template,
+                if_revision: 1,
+                flavor_id: flavor,
+                image_id: "python:3.12".into(),
+                env: None,
+                network: Network::Private,
+                warm: None,
+            }),
+        ];
+        for call in &same {
+            fleet.apply(call).unwrap();
+            assert_eq!(fleet, before, "{} of the same values", call.method());
+        }
+        // The guard still holds on a call that would change nothing.
+        let stale = quota(&p, "gpu", Some(8), Some(7));
+        assert!(matches!(
+            fleet.apply(&stale),
+            Err(FleetError::Conflict { .. })
+        ));
     }
 
     #[test]

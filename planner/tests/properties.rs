@@ -597,8 +597,8 @@ proptest! {
         let export = fleet.export();
         let stale = plan(&desired, &export, options);
         prop_assume!(!stale.is_blocked());
-        // A pool the plan updates or archives, edited by hand meanwhile (same policy: the
-        // write alone moves its revision, as on the server).
+        // A pool the plan updates or archives, edited by hand meanwhile (another policy: a
+        // write of the same one moves nothing, as on the server).
         let target = stale.calls.iter().find_map(|call| match call {
             Call::PoolUpdate(i) => Some(i.id.clone()),
             Call::PoolArchive(i) => Some(i.id.clone()),
@@ -607,8 +607,9 @@ proptest! {
         prop_assume!(target.is_some());
         let id = target.unwrap();
         let object = export.objects.iter().find(|o| o.id.as_deref() == Some(&id)).unwrap();
-        let policy = export.config.pools.iter().flatten().find(|p| p.name == object.name)
-            .and_then(|p| p.policy.clone());
+        let now = export.config.pools.iter().flatten().find(|p| p.name == object.name)
+            .and_then(|p| p.policy.as_ref().map(|p| p.disruption_budget));
+        let policy = Some(Policy { disruption_budget: if now == Some(0.5) { 0.25 } else { 0.5 } });
         let hand_edit = Call::PoolUpdate(PoolUpdate {
             tenant_id: TENANT.into(),
             id: id.clone(),

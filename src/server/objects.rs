@@ -167,13 +167,15 @@ async fn run(
                 i.if_revision,
                 row.revision,
             )?;
-            sqlx::query(
-                "UPDATE provider_accounts SET config = $1, revision = revision + 1 WHERE id = $2",
-            )
-            .bind(serde_json::to_string(&i.config)?)
-            .bind(&i.id)
-            .execute(&mut **tx)
-            .await?;
+            if row.config != i.config {
+                sqlx::query(
+                    "UPDATE provider_accounts SET config = $1, revision = revision + 1 WHERE id = $2",
+                )
+                .bind(serde_json::to_string(&i.config)?)
+                .bind(&i.id)
+                .execute(&mut **tx)
+                .await?;
+            }
             i.id.clone()
         }
         Call::ProviderAccountDelete(i) => {
@@ -213,56 +215,44 @@ async fn run(
             }
             let row = pool(tx, tenant, &i.id).await?;
             check_revision(&format!("pool {}", i.id), i.if_revision, row.revision)?;
-            sqlx::query("UPDATE pools SET policy = $1, revision = revision + 1 WHERE id = $2")
-                .bind(i.policy.as_ref().map(serde_json::to_string).transpose()?)
-                .bind(&i.id)
-                .execute(&mut **tx)
-                .await?;
+            if row.policy != i.policy {
+                sqlx::query("UPDATE pools SET policy = $1, revision = revision + 1 WHERE id = $2")
+                    .bind(i.policy.as_ref().map(serde_json::to_string).transpose()?)
+                    .bind(&i.id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             i.id.clone()
         }
         Call::PoolSetOwnerQuota(i) => {
             check_resource("resource", &i.resource)?;
-            // The pool must be the tenant's and live; its revision moves with its entries.
-            bump_pool(tx, tenant, &i.pool_id).await?;
+            let max = i.max.map(|max| to_i64("max", max)).transpose()?;
             let object = format!("ownerQuota {}:{}", i.pool_id, i.resource);
             let current = load_quotas(
                 tx,
-                "pool_id = $1 AND resource = $2",
-                &[&i.pool_id, &i.resource],
+                OWN_POOL_ENTRY,
+                &[&i.pool_id, &i.resource, tenant],
                 Rows::Ordered,
             )
             .await?;
             let current = current.first();
+            let changes = max != current.map(|q| q.max);
+            entry_pool(tx, tenant, &i.pool_id, current.is_some(), changes).await?;
             check_entry_revision(&object, i.if_revision, current.map(|q| q.revision))?;
-            match (i.max, current) {
-                (None, Some(_)) => {
-                    sqlx::query(
+            if changes {
+                let query = match (max, current) {
+                    (None, _) => sqlx::query(
                         "DELETE FROM pool_owner_quotas WHERE pool_id = $1 AND resource = $2",
-                    )
+                    ),
+                    (Some(max), Some(_)) => sqlx::query("UPDATE pool_owner_quotas SET max_value = $1, revision = revision + 1 WHERE pool_id = $2 AND resource = $3").bind(max),
+                    (Some(max), None) => sqlx::query("INSERT INTO pool_owner_quotas (max_value, pool_id, resource, revision) VALUES ($1, $2, $3, 1)").bind(max),
+                };
+                query
                     .bind(&i.pool_id)
                     .bind(&i.resource)
                     .execute(&mut **tx)
                     .await?;
-                }
-                (None, None) => {}
-                (Some(max), Some(_)) => {
-                    sqlx::query("UPDATE pool_owner_quotas SET max_value = $1, revision = revision + 1 WHERE pool_id = $2 AND resource = $3")
-                        .bind(to_i64("max", max)?)
-                        .bind(&i.pool_id)
-                        .bind(&i.resource)
-                        .execute(&mut **tx)
-                        .await?;
-                }
-                (Some(max), None) => {
-                    sqlx::query("INSERT INTO pool_owner_quotas (pool_id, resource, max_value, revision) VALUES ($1, $2, $3, 1)")
-                        .bind(&i.pool_id)
-                        .bind(&i.resource)
-                        .bind(to_i64("max", max)?)
-                        .execute(&mut **tx)
-                        .await?;
-                }
             }
-
             i.pool_id.clone()
         }
         Call::PoolOffer(i) => {
@@ -273,7 +263,17 @@ async fn run(
                 to_i64(&path, *v)?;
             }
             check_priority(i.priority)?;
-            bump_pool(tx, tenant, &i.pool_id).await?;
+            let object = format!("offer {} -> {}", i.pool_id, i.tenant);
+            let current = load_offers(
+                tx,
+                OWN_OFFER,
+                &[&i.pool_id, &i.tenant, tenant],
+                Rows::Ordered,
+            )
+            .await?;
+            let current = current.first();
+            let changes = current.is_none_or(|o| o.quota != i.quota || o.priority != i.priority);
+            entry_pool(tx, tenant, &i.pool_id, current.is_some(), changes).await?;
             if i.tenant == tenant {
                 return Err(ApiError::invalid(
                     "tenant",
@@ -281,18 +281,9 @@ async fn run(
                 ));
             }
             require_tenant(tx, batch.as_deref_mut(), &i.tenant).await?;
-            let object = format!("offer {} -> {}", i.pool_id, i.tenant);
-            let current = load_offers(
-                tx,
-                "pool_id = $1 AND tenant_id = $2",
-                &[&i.pool_id, &i.tenant],
-                Rows::Ordered,
-            )
-            .await?;
-            let current = current.first();
             check_entry_revision(&object, i.if_revision, current.map(|o| o.revision))?;
             let quota = serde_json::to_string(&i.quota)?;
-            if current.is_some() {
+            if current.is_some() && changes {
                 sqlx::query("UPDATE pool_offers SET quota = $1, priority = $2, revision = revision + 1 WHERE pool_id = $3 AND tenant_id = $4")
                     .bind(quota)
                     .bind(i.priority)
@@ -300,7 +291,7 @@ async fn run(
                     .bind(&i.tenant)
                     .execute(&mut **tx)
                     .await?;
-            } else {
+            } else if current.is_none() {
                 sqlx::query("INSERT INTO pool_offers (pool_id, tenant_id, quota, priority, revision) VALUES ($1, $2, $3, $4, 1)")
                     .bind(&i.pool_id)
                     .bind(&i.tenant)
@@ -309,7 +300,6 @@ async fn run(
                     .execute(&mut **tx)
                     .await?;
             }
-
             i.pool_id.clone()
         }
         Call::PoolUnoffer(i) => {
@@ -391,14 +381,18 @@ async fn run(
             check_sizes(i.vcpu, i.memory_gib)?;
             let row = flavor(tx, tenant, &i.id).await?;
             check_revision(&format!("flavor {}", i.id), i.if_revision, row.revision)?;
-            sqlx::query("UPDATE flavors SET vcpu = $1, memory_gib = $2, disk_gib = $3, gpu = $4, revision = revision + 1 WHERE id = $5")
-                .bind(i64::from(i.vcpu))
-                .bind(i64::from(i.memory_gib))
-                .bind(i64::from(i.disk_gib))
-                .bind(i.gpu.map(i64::from))
-                .bind(&i.id)
-                .execute(&mut **tx)
-                .await?;
+            if (row.vcpu, row.memory_gib, row.disk_gib, row.gpu)
+                != (i.vcpu, i.memory_gib, i.disk_gib, i.gpu)
+            {
+                sqlx::query("UPDATE flavors SET vcpu = $1, memory_gib = $2, disk_gib = $3, gpu = $4, revision = revision + 1 WHERE id = $5")
+                    .bind(i64::from(i.vcpu))
+                    .bind(i64::from(i.memory_gib))
+                    .bind(i64::from(i.disk_gib))
+                    .bind(i.gpu.map(i64::from))
+                    .bind(&i.id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             i.id.clone()
         }
         Call::FlavorDelete(i) => {
@@ -427,15 +421,24 @@ async fn run(
             )?;
             // The template's pool may be another tenant's: lock the flavor, as a create does.
             template_flavor(tx, &row.pool_id, &i.flavor_id, true).await?;
-            sqlx::query("UPDATE sandbox_templates SET flavor_id = $1, image_id = $2, env = $3, network = $4, warm = $5, revision = revision + 1 WHERE id = $6")
-                .bind(&i.flavor_id)
-                .bind(&i.image_id)
-                .bind(i.env.as_ref().map(serde_json::to_string).transpose()?)
-                .bind(enum_str(&i.network))
-                .bind(i.warm.as_ref().map(serde_json::to_string).transpose()?)
-                .bind(&i.id)
-                .execute(&mut **tx)
-                .await?;
+            let now = (
+                &row.flavor_id,
+                &row.image_id,
+                &row.env,
+                row.network,
+                row.warm,
+            );
+            if now != (&i.flavor_id, &i.image_id, &i.env, i.network, i.warm) {
+                sqlx::query("UPDATE sandbox_templates SET flavor_id = $1, image_id = $2, env = $3, network = $4, warm = $5, revision = revision + 1 WHERE id = $6")
+                    .bind(&i.flavor_id)
+                    .bind(&i.image_id)
+                    .bind(i.env.as_ref().map(serde_json::to_string).transpose()?)
+                    .bind(enum_str(&i.network))
+                    .bind(i.warm.as_ref().map(serde_json::to_string).transpose()?)
+                    .bind(&i.id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             i.id.clone()
         }
         Call::SandboxTemplateDelete(i) => {
@@ -1207,6 +1210,33 @@ async fn bump_pool(tx: &mut Tx, tenant: &str, pool_id: &str) -> Result<(), ApiEr
         return Err(ApiError::not_found("pool", pool_id));
     }
     Ok(())
+}
+
+/// An owner quota entry (`$2` its resource) of the pool `$1`, found only when the pool is the
+/// tenant `$3`'s and live. The offers' filter is the same, `$2` the tenant offered to.
+const OWN_POOL_ENTRY: &str = "pool_id = $1 AND resource = $2 \
+    AND pool_id IN (SELECT id FROM pools WHERE tenant_id = $3 AND archived = 0)";
+const OWN_OFFER: &str = "pool_id = $1 AND tenant_id = $2 \
+    AND pool_id IN (SELECT id FROM pools WHERE tenant_id = $3 AND archived = 0)";
+
+/// Before an owner quota entry or an offer of the pool is set: the pool is the tenant's and
+/// live (NOT_FOUND), which an entry `found` by [`OWN_POOL_ENTRY`] proves already; its revision
+/// moves only when the entry `changes` (a call that writes what is there moves nothing, so a
+/// plan reviewed before it still applies).
+async fn entry_pool(
+    tx: &mut Tx,
+    tenant: &str,
+    pool_id: &str,
+    found: bool,
+    changes: bool,
+) -> Result<(), ApiError> {
+    if changes {
+        bump_pool(tx, tenant, pool_id).await
+    } else if found {
+        Ok(())
+    } else {
+        pool(tx, tenant, pool_id).await.map(drop)
+    }
 }
 
 /// CONFLICT: `object` (`flavor fl_…`) is still used by `user` (an id), as `message` says.
@@ -2286,6 +2316,139 @@ mod tests {
         call(&db, "sandboxTemplate.update", update_in(&"i".repeat(200)))
             .await
             .unwrap();
+    }
+
+    /// Every revision in the database, by table and key.
+    async fn revisions(db: &Db) -> Vec<(String, String, i64)> {
+        let mut all = Vec::new();
+        for (table, key) in [
+            ("sites", "id"),
+            ("pools", "id"),
+            ("provider_accounts", "id"),
+            ("flavors", "id"),
+            ("sandbox_templates", "id"),
+            ("pool_owner_quotas", "pool_id || ':' || resource"),
+            ("pool_offers", "pool_id || ' -> ' || tenant_id"),
+        ] {
+            let sql = format!("SELECT {key}, revision FROM {table} ORDER BY 1");
+            for row in sqlx::query(&sql).fetch_all(&db.pool).await.unwrap() {
+                all.push((table.to_owned(), row.get(0), row.get(1)));
+            }
+        }
+        all
+    }
+
+    /// A call that writes the values already there changes nothing, revisions included (a plan
+    /// reviewed before it still applies); its checks still run: a stale `ifRevision` is
+    /// CONFLICT and another tenant's pool NOT_FOUND, as for any call.
+    async fn writes_of_what_is_there_move_nothing_on(postgres: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path(), postgres).await;
+        let site = json!({ "tenantId": "t1", "kind": "shared", "region": "eu" });
+        let site = call(&db, "site.create", site).await.unwrap();
+        let pool = json!({ "tenantId": "t1", "siteId": site, "class": "vps-host", "policy": { "disruptionBudget": 0.25 } });
+        let pool = call(&db, "pool.create", pool).await.unwrap();
+        let account = json!({ "tenantId": "t1", "name": "cloud", "provider": "hetzner-cloud", "config": { "region": "fsn1" } });
+        let account = call(&db, "providerAccount.create", account).await.unwrap();
+        let flavor = json!({ "tenantId": "t1", "poolId": pool, "name": "small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 20 });
+        let flavor = call(&db, "flavor.create", flavor).await.unwrap();
+        let template = |image: &str| json!({ "tenantId": "t1", "id": "", "name": "web", "poolId": pool, "flavorId": flavor, "imageId": image, "network": "private", "env": { "A": "1" }, "ifRevision": 1 });
+        let mut create = template("ubuntu");
+        create.as_object_mut().unwrap().remove("id");
+        create.as_object_mut().unwrap().remove("ifRevision");
+        let template_id = call(&db, "sandboxTemplate.create", create).await.unwrap();
+        let quota = |resource: &str, max: Value, if_revision: Value| {
+            let mut input =
+                json!({ "tenantId": "t1", "poolId": pool, "resource": resource, "max": max });
+            if !if_revision.is_null() {
+                input["ifRevision"] = if_revision;
+            }
+            input
+        };
+        let offer = |if_revision: i64| json!({ "tenantId": "t1", "poolId": pool, "tenant": "t2", "quota": { "vcpu": 8 }, "priority": 3, "ifRevision": if_revision });
+        call(
+            &db,
+            "pool.setOwnerQuota",
+            quota("gpu", json!(8), Value::Null),
+        )
+        .await
+        .unwrap();
+        let mut first = offer(0);
+        first.as_object_mut().unwrap().remove("ifRevision");
+        call(&db, "pool.offer", first).await.unwrap();
+        let before = revisions(&db).await;
+        assert!(before.iter().any(|(t, _, r)| t == "pools" && *r == 3));
+
+        let mut update = template("ubuntu");
+        update.as_object_mut().unwrap().remove("name");
+        update.as_object_mut().unwrap().remove("poolId");
+        update["id"] = json!(template_id);
+        let same = [
+            (
+                "pool.update",
+                json!({ "tenantId": "t1", "id": pool, "ifRevision": 3, "policy": { "disruptionBudget": 0.25 } }),
+            ),
+            ("pool.setOwnerQuota", quota("gpu", json!(8), json!(1))),
+            (
+                "pool.setOwnerQuota",
+                quota("absent", Value::Null, Value::Null),
+            ),
+            ("pool.offer", offer(1)),
+            (
+                "providerAccount.update",
+                json!({ "tenantId": "t1", "id": account, "ifRevision": 1, "config": { "region": "fsn1" } }),
+            ),
+            (
+                "flavor.update",
+                json!({ "tenantId": "t1", "id": flavor, "ifRevision": 1, "vcpu": 2, "memoryGiB": 4, "diskGiB": 20 }),
+            ),
+            ("sandboxTemplate.update", update.clone()),
+        ];
+        for (method, input) in same {
+            call(&db, method, input).await.unwrap();
+            assert_eq!(revisions(&db).await, before, "{method} of the same values");
+        }
+        conflict(
+            call(&db, "pool.setOwnerQuota", quota("gpu", json!(8), json!(7))).await,
+            &format!("ownerQuota {pool}:gpu has moved: it is at revision 1, the call expected 7"),
+        );
+        for (tenant, resource, max) in [("t2", "gpu", json!(8)), ("t2", "absent", Value::Null)] {
+            let mut input = quota(resource, max, Value::Null);
+            input["tenantId"] = json!(tenant);
+            let err = call(&db, "pool.setOwnerQuota", input).await.unwrap_err();
+            assert_eq!(err.code, Code::NotFound, "t1's pool is not {tenant}'s");
+        }
+        assert_eq!(revisions(&db).await, before);
+
+        // A change moves the object, and an entry's change its pool too.
+        update["imageId"] = json!("debian");
+        call(&db, "sandboxTemplate.update", update).await.unwrap();
+        call(&db, "pool.setOwnerQuota", quota("gpu", json!(9), json!(1)))
+            .await
+            .unwrap();
+        let after = revisions(&db).await;
+        let moved: Vec<_> = before
+            .iter()
+            .zip(&after)
+            .filter(|(b, a)| b != a)
+            .map(|(b, a)| (b.0.as_str(), a.2 - b.2))
+            .collect();
+        assert_eq!(
+            moved,
+            [
+                ("pools", 1),
+                ("sandbox_templates", 1),
+                ("pool_owner_quotas", 1)
+            ]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_of_what_is_there_move_nothing() {
+        writes_of_what_is_there_move_nothing_on(false).await;
+        if std::env::var("BETTER_COMPUTE_TEST_POSTGRES").is_ok() {
+            writes_of_what_is_there_move_nothing_on(true).await;
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
