@@ -384,6 +384,26 @@ fn a_blocked_plan_exits_plan_blocked() {
         run.stderr,
         "error: PLAN_BLOCKED: the plan is blocked: 1 change cannot be applied (marked !); fix the document\n"
     );
+    // As JSON the plan has no `!`: the same line without saying so.
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "fleet.json",
+            "--state",
+            "export.json",
+            "--output",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    let plan: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(plan["summary"]["blocked"], true, "{plan}");
+    assert_eq!(
+        run.stderr,
+        "error: PLAN_BLOCKED: the plan is blocked: 1 change cannot be applied; fix the document\n"
+    );
 }
 
 #[test]
@@ -1309,4 +1329,205 @@ fn a_dash_is_standard_input_for_documents_and_standard_output_for_export() {
         &vars,
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+/// A variable that is not UTF-8 is neither empty (unset) nor a URL or key: a usage error naming
+/// it, never the file's value instead, never the value printed.
+#[test]
+fn a_variable_that_is_not_utf8_is_a_usage_error_naming_it() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let sandbox = Sandbox::new();
+    // The file gives both: reading it instead would try to reach port 9 (exit 1).
+    std::fs::write(
+        sandbox.path("ci.toml"),
+        "url = \"http://127.0.0.1:9\"\ntoken = \"file-token\"\n",
+    )
+    .unwrap();
+    let status = ["fleet", "status", "--tenant", "root", "--config", "ci.toml"];
+    for (name, what) in [
+        ("BETTER_COMPUTE_TOKEN", "the API key"),
+        ("BETTER_COMPUTE_URL", "the server URL"),
+    ] {
+        let run = sandbox.run_with(&status, &[], |command| {
+            command.env(name, std::ffi::OsStr::from_bytes(b"bc_secret\xff"));
+        });
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .starts_with(&format!("error: {what} in {name} is not UTF-8 text; "))
+                && !run.stderr.contains("secret"),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// A repeated key is located at its repeat, the problem, not at the key read first.
+#[test]
+fn a_duplicate_key_is_located_at_its_repeat() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.path("dup.json"),
+        r#"{
+  "version": 1,
+  "sites": [{ "name": "fra",
+    "kind": "shared",
+    "region": "eu",
+    "name": "ber" }],
+  "pools": [{ "name": "p", "site": "fra", "class": "vps-host",
+    "ownerQuota": { "gpu": 1, "gpu": 2, "gpu": 3 } }]
+}
+"#,
+    )
+    .unwrap();
+    let run = sandbox.run(&["fleet", "validate", "dup.json"], &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "dup.json:6:13: sites[0].name: duplicate key \"name\"; each key may appear once\n\
+             dup.json:8:38: pools[0].ownerQuota.gpu: duplicate key \"gpu\"; each key may appear once\n\
+             dup.json:8:48: pools[0].ownerQuota.gpu: duplicate key \"gpu\"; each key may appear once\n\
+             error: INVALID_INPUT: dup.json does not validate (3 problems)\n"
+        )
+    );
+}
+
+/// A problem of the whole document is at the document, as any other is at its value.
+#[test]
+fn a_problem_of_the_whole_document_has_its_place() {
+    let sandbox = Sandbox::new();
+    for (text, expected) in [
+        (
+            "{\"sites\":[]}",
+            "f.json:1:1: missing required field \"version\"",
+        ),
+        ("[]", "f.json:1:1: a document must be an object, not a list"),
+        (
+            "\n  null\n",
+            "f.json:2:3: a document must be an object, not null",
+        ),
+    ] {
+        std::fs::write(sandbox.path("f.json"), text).unwrap();
+        let run = sandbox.run(&["fleet", "validate", "f.json"], &[]);
+        assert_eq!(
+            (run.code, run.stderr.as_str()),
+            (
+                1,
+                format!("{expected}\nerror: INVALID_INPUT: f.json does not validate (1 problem)\n")
+                    .as_str()
+            ),
+            "{text:?}"
+        );
+    }
+}
+
+/// `--config FILE` must exist and is read whatever else is given: by the commands that need
+/// no server too.
+#[test]
+fn the_config_file_is_read_by_offline_commands_too() {
+    let sandbox = Sandbox::new();
+    sandbox.write("fleet.json", &seed_reviewed());
+    sandbox.write("export.json", &export_of(&seed_before_review()));
+    std::fs::write(sandbox.path("broken.toml"), "url = \n").unwrap();
+    std::fs::write(sandbox.path("ok.toml"), "url = \"http://127.0.0.1:9\"\n").unwrap();
+    let validate = ["fleet", "validate", "fleet.json"];
+    let plan = ["fleet", "plan", "fleet.json", "--state", "export.json"];
+    for command in [&validate[..], &plan[..]] {
+        for (config, message) in [
+            (
+                "nope.toml",
+                "error: cannot read the configuration file nope.toml: ",
+            ),
+            (
+                "broken.toml",
+                "error: the configuration file broken.toml is not valid: ",
+            ),
+        ] {
+            let args = [command, &["--config", config]].concat();
+            let run = sandbox.run(&args, &[]);
+            assert_eq!(
+                (run.code, run.stdout.as_str()),
+                (2, ""),
+                "{args:?}: {}",
+                run.stderr
+            );
+            assert!(run.stderr.starts_with(message), "{args:?}: {}", run.stderr);
+        }
+        let args = [command, &["--config", "ok.toml"]].concat();
+        let run = sandbox.run(&args, &[]);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+    }
+    // A document's mistakes come first, as when plan connects.
+    std::fs::write(sandbox.path("bad.json"), "{\"version\": 2}").unwrap();
+    let run = sandbox.run(
+        &[
+            "fleet",
+            "plan",
+            "bad.json",
+            "--state",
+            "export.json",
+            "--config",
+            "nope.toml",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("bad.json:1:13: version: "),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The column ending a syntax error's message is the prefix's: characters, not serde_json's
+/// bytes (`é` is two).
+#[test]
+fn a_syntax_errors_column_is_the_prefixs() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.path("f.json"),
+        b"{\"version\":1,\"sites\":[{\"name\":\"fra\",\"kind\":\"shared\",\"region\":\"\xc3\xa9\xc3\xa9\"}],\xff}",
+    )
+    .unwrap();
+    let run = sandbox.run(&["fleet", "validate", "f.json"], &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "f.json:1:69: the document is not valid JSON: invalid unicode code point at line 1 \
+             column 69\n\
+             error: INVALID_INPUT: f.json does not validate (1 problem)\n"
+        )
+    );
+    std::fs::write(
+        sandbox.path("f.json"),
+        "{\"version\": 1,\n \"sites\": [{\"region\": \"éé\"}], x}",
+    )
+    .unwrap();
+    let run = sandbox.run(&["fleet", "validate", "f.json"], &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "f.json:2:31: the document is not valid JSON: key must be a string at line 2 column \
+             31\n\
+             error: INVALID_INPUT: f.json does not validate (1 problem)\n"
+        )
+    );
+    // A saved export's place is counted the same way.
+    sandbox.write("fleet.json", &seed_reviewed());
+    std::fs::write(sandbox.path("export.json"), "{\"tenantId\": \"é\", x}").unwrap();
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: export.json is not a saved export (write one with `fleet export --state \
+             FILE`): key must be a string at line 1 column 19\n"
+        )
+    );
 }

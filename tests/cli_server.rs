@@ -1014,6 +1014,71 @@ fn output_that_cannot_be_written_is_an_error() {
     }
 }
 
+/// A blocked plan ends with one `PLAN_BLOCKED` line, the CLI's, whether this CLI found it
+/// blocked or the server did (a reviewed `--plan-hash` that still matches), in both output
+/// modes; `(marked !)` only where the plan was printed with such marks.
+#[test]
+fn a_blocked_plan_has_one_error_line_in_both_output_modes() {
+    let d = Deployment::start(&[]);
+    d.write("current.json", &seed_before_review());
+    let run = d.cli(&[
+        "fleet",
+        "apply",
+        "current.json",
+        "--tenant",
+        "root",
+        "--yes",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // gpuModel cannot change: blocked, and a blocked change makes no call, so the reviewed
+    // hash still matches at the apply.
+    let mut blocked = seed_before_review();
+    blocked["pools"][0]["gpuModel"] = json!("H100");
+    d.write("blocked.json", &blocked);
+    let marked = "error: PLAN_BLOCKED: the plan is blocked: 1 change cannot be applied \
+                  (marked !); fix the document\n";
+    let unmarked =
+        "error: PLAN_BLOCKED: the plan is blocked: 1 change cannot be applied; fix the document\n";
+
+    let review = d.cli(&[
+        "fleet",
+        "plan",
+        "blocked.json",
+        "--tenant",
+        "root",
+        "--output",
+        "json",
+    ]);
+    assert_eq!((review.code, review.stderr.as_str()), (1, unmarked));
+    let plan: Value = serde_json::from_str(&review.stdout).unwrap();
+    let hash = plan["planHash"].as_str().unwrap().to_owned();
+    let apply = ["fleet", "apply", "blocked.json", "--tenant", "root"];
+    let by_hash = [&apply[..], &["--plan-hash", &hash]].concat();
+    let json = ["--output", "json"];
+
+    let run = d.cli(&by_hash);
+    assert_eq!((run.code, run.stderr.as_str()), (1, marked), "{run:?}");
+    assert!(
+        run.stdout
+            .starts_with("! ~ pool vps-fra (gpuModel) (blocked: "),
+        "{}",
+        run.stdout
+    );
+    for args in [
+        [&by_hash[..], &json].concat(),
+        [&apply[..], &["--yes"], &json].concat(),
+    ] {
+        let run = d.cli(&args);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (1, "", unmarked),
+            "{args:?}"
+        );
+    }
+    let run = d.cli(&[&apply[..], &json].concat());
+    assert_eq!((run.code, run.stderr.as_str()), (1, unmarked), "{run:?}");
+}
+
 #[test]
 fn apply_yes_output_json_prints_nothing_on_a_blocked_plan() {
     let d = Deployment::start(&[]);

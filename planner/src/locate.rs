@@ -1,8 +1,14 @@
 //! Where a problem's path points in the text of a document: the byte range of the value, and
 //! its line and column, for the CLI's `FILE:LINE:COLUMN:` and the console's "show it in the
-//! editor". A path the text lacks (a missing field) points at the closest value it has.
+//! editor". A path the text lacks (a missing field) points at the closest value it has; a
+//! problem of a key the object repeats, at the occurrence it is about.
+//!
+//! Lines count from 1, columns from 1 in characters, everywhere: here, in the CLI's prefix and
+//! in the `at line L column C` that ends the message of text that is not JSON
+//! ([`crate::validate::json_error`]; serde_json's own column counts bytes).
 
-use crate::validate::Problem;
+use crate::validate::{KeyProblem, Problem};
+use std::collections::BTreeMap;
 
 /// A place in a document's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,14 +129,86 @@ fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Where `path` points in `text` (a JSON document): the value it names, or the closest value
 /// on its way when the text stops short of it. `None` when the text is not the JSON the path
-/// walks through.
+/// walks through. An object that repeats a key is walked through its first occurrence, as the
+/// validator reads it.
 pub fn locate(text: &str, path: &str) -> Option<Location> {
+    locate_occurrence(text, path, 0)
+}
+
+/// Where `problem` points in `text`: its path's value (for a repeated key, its first repeat);
+/// for a problem of the whole document, where the document starts (a missing field, a list
+/// instead of an object: an empty range, the caret before it, not the whole text) or, for text
+/// that is not JSON, the line and column its message ends with.
+pub fn locate_problem(text: &str, problem: &Problem) -> Option<Location> {
+    locate_problem_at(text, problem, 0)
+}
+
+/// Where each of `problems` (a document's, in their order) points in `text`, as
+/// [`locate_problem`] says, except that the problems of a key its object repeats point at the
+/// occurrence each is about: the second `duplicate key` problem at a path at the key's third
+/// occurrence, the second `unknown field` at its second.
+pub fn locate_problems(text: &str, problems: &[Problem]) -> Vec<Option<Location>> {
+    let mut seen: BTreeMap<(&str, KeyProblem), usize> = BTreeMap::new();
+    problems
+        .iter()
+        .map(|problem| {
+            let earlier = match KeyProblem::of(&problem.message) {
+                Some(kind) => {
+                    let count = seen.entry((&problem.path, kind)).or_default();
+                    *count += 1;
+                    *count - 1
+                }
+                None => 0,
+            };
+            locate_problem_at(text, problem, earlier)
+        })
+        .collect()
+}
+
+/// Where `problems[index]` points in `text`, as [`locate_problems`] says (the one problem a
+/// reader picked, without locating the others).
+pub fn locate_problem_in(text: &str, problems: &[Problem], index: usize) -> Option<Location> {
+    let problem = problems.get(index)?;
+    let earlier = match KeyProblem::of(&problem.message) {
+        Some(kind) => problems[..index]
+            .iter()
+            .filter(|p| p.path == problem.path && KeyProblem::of(&p.message) == Some(kind))
+            .count(),
+        None => 0,
+    };
+    locate_problem_at(text, problem, earlier)
+}
+
+/// [`locate_problem`] for a problem with `earlier` problems of the same kind about the same
+/// key before it.
+fn locate_problem_at(text: &str, problem: &Problem, earlier: usize) -> Option<Location> {
+    if problem.path.is_empty() {
+        return message_place(text, &problem.message).or_else(|| {
+            let at = locate(text, "")?;
+            Some(Location {
+                end: at.start,
+                ..at
+            })
+        });
+    }
+    // The key's first occurrence is read; a `duplicate key` is about a later one.
+    let skip = match KeyProblem::of(&problem.message) {
+        Some(KeyProblem::Duplicate) => earlier + 1,
+        Some(KeyProblem::Unknown) => earlier,
+        None => 0,
+    };
+    locate_occurrence(text, &problem.path, skip)
+}
+
+/// [`locate`], its last step (a key) taken at the occurrence after `skip` earlier ones.
+fn locate_occurrence(text: &str, path: &str, skip: usize) -> Option<Location> {
     let steps = steps(path)?;
     let bytes = text.as_bytes();
     let mut at = skip_space(bytes, 0);
-    for step in &steps {
+    for (i, step) in steps.iter().enumerate() {
+        let skip = if i + 1 == steps.len() { skip } else { 0 };
         let next = match (step, bytes.get(at)) {
-            (Step::Key(key), Some(b'{')) => member(text, at, key)?,
+            (Step::Key(key), Some(b'{')) => member(text, at, key, skip)?,
             (Step::Index(index), Some(b'[')) => element(bytes, at, *index)?,
             _ => None,
         };
@@ -143,56 +221,69 @@ pub fn locate(text: &str, path: &str) -> Option<Location> {
     Some(location(text, at, end))
 }
 
-/// Where `problem` points in `text`: its path's value, or, for text that is not JSON, the line
-/// and column serde_json's message names.
-pub fn locate_problem(text: &str, problem: &Problem) -> Option<Location> {
-    if !problem.path.is_empty() {
-        return locate(text, &problem.path);
-    }
-    // "... at line 3 column 5": serde_json's words.
-    let message = problem.message.as_bytes();
-    let at = rfind(message, b" at line ")? + b" at line ".len();
+/// The place a message of text that is not JSON ends with, `... at line 3 column 5` (the
+/// column in characters; one past the line's end is its end).
+fn message_place(text: &str, message: &str) -> Option<Location> {
+    let bytes = message.as_bytes();
+    let at = rfind(bytes, b" at line ")? + b" at line ".len();
     let number = |from: usize| -> Option<(usize, usize)> {
-        let digits = message[from..]
+        let digits = bytes[from..]
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count();
-        Some((
-            problem.message[from..from + digits].parse().ok()?,
-            from + digits,
-        ))
+        Some((message[from..from + digits].parse().ok()?, from + digits))
     };
     let (line, after) = number(at)?;
-    if !message[after..].starts_with(b" column ") {
+    if !bytes[after..].starts_with(b" column ") {
         return None;
     }
     let (column, _) = number(after + b" column ".len())?;
-    let bytes = text.as_bytes();
-    let line_start = match line {
-        0 | 1 => 0,
-        n => {
-            bytes
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| **b == b'\n')
-                .nth(n - 2)?
-                .0
-                + 1
-        }
-    };
-    let line_len = bytes[line_start..]
-        .iter()
-        .take_while(|&&b| b != b'\n')
-        .count();
-    let line_text = &text[line_start..line_start + line_len];
-    // serde_json counts a column in bytes, 0 at the line's start; past the end means the end.
-    let offset = column.saturating_sub(1).min(line_text.len());
+    let line_start = line_start(text, line)?;
+    let start = text[line_start..]
+        .char_indices()
+        .take_while(|(_, c)| *c != '\n')
+        .nth(column.saturating_sub(1))
+        .map_or_else(
+            || line_start + line_len(text, line_start),
+            |(offset, _)| line_start + offset,
+        );
+    Some(location(text, start, start))
+}
+
+/// The place serde_json names by its `line` (from 1) and `column` (in bytes from 1, 0 before
+/// the line's first byte; past the line's end is its end), with the column in characters.
+pub(crate) fn serde_place(text: &str, line: usize, column: usize) -> Option<Location> {
+    let line_start = line_start(text, line)?;
+    let offset = column.saturating_sub(1).min(line_len(text, line_start));
     let start = (0..=offset)
         .rev()
         .map(|o| line_start + o)
         .find(|&o| text.is_char_boundary(o))
         .unwrap_or(line_start);
     Some(location(text, start, start))
+}
+
+/// Where line `line` (from 1; 0 is the first) of `text` starts.
+fn line_start(text: &str, line: usize) -> Option<usize> {
+    match line {
+        0 | 1 => Some(0),
+        n => Some(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .nth(n - 2)?
+                .0
+                + 1,
+        ),
+    }
+}
+
+/// The length in bytes of the line that starts at `line_start`, without its `\n`.
+fn line_len(text: &str, line_start: usize) -> usize {
+    text.as_bytes()[line_start..]
+        .iter()
+        .take_while(|&&b| b != b'\n')
+        .count()
 }
 
 fn location(text: &str, start: usize, end: usize) -> Location {
@@ -263,9 +354,10 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
     }
 }
 
-/// In the object that opens at `open`: where the value of (the first) `key` starts.
-/// `Some(None)` when the object has no such key.
-fn member(text: &str, open: usize, key: &str) -> Option<Option<usize>> {
+/// In the object that opens at `open`: where the value of `key` starts, at its occurrence
+/// after `skip` earlier ones (0: the first). `Some(None)` when the object has no such key
+/// (or fewer occurrences).
+fn member(text: &str, open: usize, key: &str, mut skip: usize) -> Option<Option<usize>> {
     let bytes = text.as_bytes();
     let mut at = skip_space(bytes, open + 1);
     if bytes.get(at) == Some(&b'}') {
@@ -285,7 +377,10 @@ fn member(text: &str, open: usize, key: &str) -> Option<Option<usize>> {
         }
         at = skip_space(bytes, at + 1);
         if same {
-            return Some(Some(at));
+            if skip == 0 {
+                return Some(Some(at));
+            }
+            skip -= 1;
         }
         at = skip_space(bytes, value_end(bytes, at)?);
         match bytes.get(at)? {
@@ -378,6 +473,87 @@ mod tests {
         let at = locate_problem(text, &invalid.problems[0]).unwrap();
         assert_eq!((at.line, at.column), (3, 13), "{:?}", invalid.problems[0]);
         assert_eq!(&text[at.start..at.start + 1], "x");
+    }
+
+    /// The value a located problem starts at, and its line.
+    fn at(text: &str, at: Option<Location>) -> (&str, usize) {
+        let at = at.expect("located");
+        let end = value_end(text.as_bytes(), at.start).unwrap_or(at.start);
+        (&text[at.start..end], at.line)
+    }
+
+    #[test]
+    fn a_repeated_key_is_located_at_its_repeat() {
+        let text = r#"{
+  "version": 1,
+  "sites": [{
+    "name": "fra",
+    "kind": "shared", "region": "eu",
+    "name": "ber",
+    "x": 1, "x": 2,
+    "name": "muc"
+  }],
+  "providerAccounts": [{ "name": "cloud", "provider": "h",
+    "config": { "location": "a", "location": "b" } }],
+  "pools": [{ "name": "p", "site": "fra", "class": "vps-host",
+    "ownerQuota": { "gpu": 1, "gpu": 2 },
+    "offers": [{ "tenant": "acme", "quota": { "a/b": 1, "a\u002fb": 3 } }] }],
+  "version": 1
+}"#;
+        let problems = crate::validate(text.as_bytes()).unwrap_err().problems;
+        let places = locate_problems(text, &problems);
+        let found: Vec<(&str, (&str, usize))> = problems
+            .iter()
+            .zip(&places)
+            .filter(|(p, _)| KeyProblem::of(&p.message).is_some())
+            .map(|(p, place)| (p.path.as_str(), at(text, *place)))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("sites[0].name", (r#""ber""#, 6)),
+                // Each occurrence of an unknown field is a problem of its own.
+                ("sites[0].x", ("1", 7)),
+                ("sites[0].x", ("2", 7)),
+                // A third occurrence: the second repeat.
+                ("sites[0].name", (r#""muc""#, 8)),
+                ("providerAccounts[0].config.location", (r#""b""#, 11)),
+                ("pools[0].ownerQuota.gpu", ("2", 13)),
+                // The same key written with an escape.
+                (r#"pools[0].offers[0].quota["a/b"]"#, ("3", 14)),
+                ("version", ("1", 15)),
+            ]
+        );
+        // One problem picked among the others is where it is among them all.
+        for (index, place) in places.iter().enumerate() {
+            assert_eq!(locate_problem_in(text, &problems, index), *place);
+        }
+        // Alone, a repeated key's problem is at its first repeat.
+        let muc = problems
+            .iter()
+            .rposition(|p| p.path == "sites[0].name")
+            .unwrap();
+        assert_eq!(
+            at(text, locate_problem(text, &problems[muc])),
+            (r#""ber""#, 6)
+        );
+    }
+
+    #[test]
+    fn a_problem_of_the_whole_document_is_at_the_document() {
+        for (text, place) in [
+            (r#"{"sites": []}"#, (1, 1)),
+            ("\n  [1, 2]\n", (2, 3)),
+            (" null", (1, 2)),
+        ] {
+            let problems = crate::validate(text.as_bytes()).unwrap_err().problems;
+            assert_eq!(problems[0].path, "", "{problems:?}");
+            let at = locate_problem(text, &problems[0]).unwrap();
+            assert_eq!((at.line, at.column), place, "{text:?}: {problems:?}");
+            // The caret before it, as for text that is not JSON.
+            assert_eq!(at.start, at.end, "{text:?}");
+            assert_eq!(at.start, text.len() - text.trim_start().len(), "{text:?}");
+        }
     }
 
     #[test]

@@ -105,12 +105,13 @@ pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
     }
     // One UTF-8 check of the whole text, then serde_json's `&str` reader, which skips the
     // check per string it would otherwise make (a fifth of the parse of a document).
-    let text = crate::export::utf8(bytes).map_err(|err| Invalid {
+    let not_json = |words: String| Invalid {
         problems: vec![Problem {
             path: String::new(),
-            message: format!("the document is not valid JSON: {err}"),
+            message: format!("the document is not valid JSON: {words}"),
         }],
-    })?;
+    };
+    let text = json_text(bytes).map_err(not_json)?;
     let mut de = serde_json::Deserializer::from_str(text);
     let mut walker = Walker::default();
     let seed = Seed {
@@ -123,23 +124,19 @@ pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
         // A number past a double's range (`1e309`, 400 digits) is JSON by RFC 8259's grammar,
         // which leaves the range to implementations: a malformed value, reported at its path
         // after the problems before it. serde_json stops there, so nothing after it is read.
-        // (Its error kinds are private; its message is the only way to tell this one.)
+        // (Its error kinds are private; its message is the only way to tell this one.) The
+        // path places it: serde_json's place, where it stopped reading the number, would only
+        // disagree with the path's (and counts from the start of the text it was given, which
+        // the server's is not).
         Err(err) if err.to_string().starts_with("number out of range") => {
-            walker.report(format!(
-                "is a number out of range: a double holds at most about 1.8e308 ({err})"
-            ));
+            walker.report(
+                "is a number out of range: a double holds at most about 1.8e308".to_owned(),
+            );
             return Err(Invalid {
                 problems: walker.problems,
             });
         }
-        Err(err) => {
-            return Err(Invalid {
-                problems: vec![Problem {
-                    path: String::new(),
-                    message: format!("the document is not valid JSON: {err}"),
-                }],
-            });
-        }
+        Err(err) => return Err(not_json(json_error(text, &err))),
     };
     if let Parsed::Null = parsed {
         walker.wrong(K::Document, "null");
@@ -149,6 +146,88 @@ pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
         _ => Err(Invalid {
             problems: walker.problems,
         }),
+    }
+}
+
+/// `bytes` as text; else what serde_json says of text that is not UTF-8, `invalid unicode code
+/// point at line L column C`, placed at the first byte that is not UTF-8 and counted as
+/// [`json_error`] counts (the column in characters: those before it on its line, plus 1).
+pub fn json_text(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|err| {
+        let valid = std::str::from_utf8(&bytes[..err.valid_up_to()])
+            .expect("the bytes up to valid_up_to are UTF-8");
+        let (line, column) = place_at_end(valid);
+        format!("invalid unicode code point at line {line} column {column}")
+    })
+}
+
+/// The line and column (in characters) just past the end of `text`.
+fn place_at_end(text: &str) -> (usize, usize) {
+    let line_start = text.rfind('\n').map_or(0, |i| i + 1);
+    (
+        text.bytes().filter(|&b| b == b'\n').count() + 1,
+        text[line_start..].chars().count() + 1,
+    )
+}
+
+/// What serde_json says of `text` that it could not read, its place as this crate counts
+/// places (the CLI prints it before the message, the console's editor and every other editor
+/// show it): `... at line L column C`, the line from 1 and the column in characters from 1,
+/// where serde_json counts bytes (and from 0 at a line's start).
+pub fn json_error(text: &str, err: &serde_json::Error) -> String {
+    let message = err.to_string();
+    if err.line() == 0 {
+        return message;
+    }
+    let theirs = format!(" at line {} column {}", err.line(), err.column());
+    let words = message.strip_suffix(&theirs).unwrap_or(&message);
+    match crate::locate::serde_place(text, err.line(), err.column()) {
+        Some(at) => format!("{words} at line {} column {}", at.line, at.column),
+        None => message,
+    }
+}
+
+/// A problem about a key itself, which [`crate::locate`] places at the occurrence of the key it
+/// is about when its object repeats it: a `duplicate key` at a repeat, an `unknown field` at
+/// each occurrence in turn. Told apart by how their messages start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum KeyProblem {
+    /// `duplicate key "name"; ...`: a repeat of a key read before.
+    Duplicate,
+    /// `unknown field "x"; ...`: a key the object does not have.
+    Unknown,
+}
+
+impl KeyProblem {
+    const DUPLICATE: &str = "duplicate key \"";
+    const UNKNOWN: &str = "unknown field \"";
+
+    fn duplicate(key: &str) -> String {
+        format!(
+            "{}{}\"; each key may appear once",
+            Self::DUPLICATE,
+            shorten(key)
+        )
+    }
+
+    fn unknown(key: &str, what: &str, names: &[&str]) -> String {
+        format!(
+            "{}{}\"; {what} has {}",
+            Self::UNKNOWN,
+            shorten(key),
+            names.join(", ")
+        )
+    }
+
+    /// The key problem `message` tells, if any.
+    pub(crate) fn of(message: &str) -> Option<KeyProblem> {
+        if message.starts_with(Self::DUPLICATE) {
+            Some(KeyProblem::Duplicate)
+        } else if message.starts_with(Self::UNKNOWN) {
+            Some(KeyProblem::Unknown)
+        } else {
+            None
+        }
     }
 }
 
@@ -762,10 +841,7 @@ impl Walker {
             let mark = self.enter_key(&key);
             match spec.iter().position(|(name, _, _)| *name == key) {
                 Some(i) if seen & (1 << i) != 0 => {
-                    self.report(format!(
-                        "duplicate key \"{}\"; each key may appear once",
-                        shorten(&key)
-                    ));
+                    self.report(KeyProblem::duplicate(&key));
                     map.next_value::<IgnoredAny>()?;
                 }
                 Some(i) => {
@@ -780,11 +856,7 @@ impl Walker {
                 }
                 None => {
                     let names: Vec<&str> = spec.iter().map(|(name, _, _)| *name).collect();
-                    self.report(format!(
-                        "unknown field \"{}\"; {what} has {}",
-                        shorten(&key),
-                        names.join(", ")
-                    ));
+                    self.report(KeyProblem::unknown(&key, what, &names));
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -875,10 +947,7 @@ impl Walker {
         read: impl FnOnce(&mut Self, &mut A, &str) -> Result<Option<V>, A::Error>,
     ) -> Result<(), A::Error> {
         if repeated {
-            self.report(format!(
-                "duplicate key \"{}\"; each key may appear once",
-                shorten(&key)
-            ));
+            self.report(KeyProblem::duplicate(&key));
             map.next_value::<IgnoredAny>()?;
             return Ok(());
         }

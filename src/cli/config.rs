@@ -4,6 +4,7 @@
 
 use super::error::CliError;
 use serde::Deserialize;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The variable holding the server's URL.
@@ -37,16 +38,51 @@ pub struct ConnectionFlags {
     pub config: Option<PathBuf>,
 }
 
+impl ConnectionFlags {
+    /// Reads the `--config` file, when given, for a command that connects to no server
+    /// (`validate`, `plan --state`): the flag is read whatever else is given, so a file that is
+    /// missing or not valid is the same usage error (exit 2) as for the other commands.
+    pub fn read_config(&self) -> Result<(), CliError> {
+        match &self.config {
+            Some(path) => read_file(path, true).map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Connection {
-    /// Resolves the connection from the flags, the variables (read through `var`) and the
-    /// configuration file. A missing URL or key is a usage error that says how to give it.
+    /// Resolves the connection from the flags, the variables (read through `var`, as
+    /// `std::env::var_os` reads them) and the configuration file. A missing URL or key is a
+    /// usage error that says how to give it.
     pub fn resolve(
         flags: &ConnectionFlags,
-        var: impl Fn(&str) -> Option<String>,
+        var: impl Fn(&str) -> Option<OsString>,
     ) -> Result<Connection, CliError> {
-        let var = |name: &str| var(name).filter(|value| !value.trim().is_empty());
-        let given_url = flags.url.clone().or_else(|| var(URL_VAR));
-        let given_token = var(TOKEN_VAR);
+        let var = |name: &str| var(name).filter(|value| !value.to_string_lossy().trim().is_empty());
+        // Only an empty variable counts as unset: one that is not UTF-8 is refused, never
+        // replaced by the file's value (nor printed: it may be the key).
+        let text = |name: &str, what: &str, rule: &str| {
+            var(name)
+                .map(|value| {
+                    value.into_string().map_err(|_| {
+                        CliError::usage(format!("{what} in {name} is not UTF-8 text; {rule}"))
+                    })
+                })
+                .transpose()
+        };
+        let given_url = match flags.url.clone() {
+            Some(url) => Some(url),
+            None => text(
+                URL_VAR,
+                "the server URL",
+                "it must start with http:// or https://",
+            )?,
+        };
+        let given_token = text(
+            TOKEN_VAR,
+            "the API key",
+            "an API key is one line of printable characters",
+        )?;
         let (file_path, file) = match &flags.config {
             Some(path) => (Some(path.clone()), read_file(path, true)?),
             // The default file is read only for what the flag and the variables leave out: a
@@ -109,7 +145,7 @@ impl Connection {
 }
 
 /// `$XDG_CONFIG_HOME/better-compute/config.toml`, else `~/.config/better-compute/config.toml`.
-fn default_file(var: &impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+fn default_file(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let base = var("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| var("HOME").map(|home| Path::new(&home).join(".config")))?;
@@ -149,7 +185,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Connection::resolve(flags, |name| vars.get(name).cloned())
+        Connection::resolve(flags, |name| vars.get(name).map(OsString::from))
     }
 
     fn temp_config(text: &str) -> (tempfile::TempDir, PathBuf) {
@@ -225,6 +261,35 @@ mod tests {
             matches!(&err, CliError::Usage(m) if m.contains("not a valid URL")),
             "{err}"
         );
+    }
+
+    /// Only an empty variable counts as unset: one that is not UTF-8 is a usage error naming
+    /// it (never the value), not a reason to use the file's.
+    #[cfg(unix)]
+    #[test]
+    fn a_variable_that_is_not_utf8_is_a_usage_error() {
+        use std::os::unix::ffi::OsStringExt as _;
+        let (_dir, path) = temp_config("url = \"http://file\"\ntoken = \"file-token\"\n");
+        let flags = ConnectionFlags {
+            url: None,
+            config: Some(path),
+        };
+        let not_utf8 = || OsString::from_vec(b"bc_secret\xff".to_vec());
+        for name in [TOKEN_VAR, URL_VAR] {
+            let err = Connection::resolve(&flags, |var| (var == name).then(not_utf8)).unwrap_err();
+            assert!(
+                matches!(&err, CliError::Usage(m) if m.contains(name)
+                    && m.contains("not UTF-8") && !m.contains("secret")),
+                "{name}: {err}"
+            );
+        }
+        // A URL variable that --url overrides is not read.
+        let flags = ConnectionFlags {
+            url: Some("http://flag".into()),
+            ..flags
+        };
+        let resolved = Connection::resolve(&flags, |var| (var == URL_VAR).then(not_utf8)).unwrap();
+        assert_eq!(resolved.url, "http://flag");
     }
 
     #[test]

@@ -185,9 +185,11 @@ pub struct PlanRequest {
 
 /// `fleet plan`: validates locally, plans on the server or against a saved export, prints
 /// the changes; `PLAN_BLOCKED` when blocked, `FLEET_DRIFTED` (with `--fail-on-drift`) when any
-/// call would run.
+/// call would run. Offline, `read_config` reads the `--config` file where `client` would have
+/// (after the document: its mistakes come first either way).
 pub fn plan(
     client: impl FnOnce() -> Result<Client, CliError>,
+    read_config: impl FnOnce() -> Result<(), CliError>,
     request: &PlanRequest,
     style: Style,
 ) -> Result<(), CliError> {
@@ -202,6 +204,7 @@ pub fn plan(
     let (document, raw, source) = read_document(&request.file)?;
     let plan = match &request.against {
         Against::State(path, tenant) => {
+            read_config()?;
             let export = read_export(path)?;
             if let Some(tenant) = tenant.as_ref().filter(|t| **t != export.tenant_id) {
                 return Err(CliError::usage(format!(
@@ -228,7 +231,7 @@ pub fn plan(
     } else {
         say!("{}", render::plan(&plan, request.show_calls, style));
     }
-    check_blocked(&plan)?;
+    check_blocked(&plan, !request.json)?;
     if request.fail_on_drift && !plan.calls.is_empty() {
         return Err(CliError::coded(
             code::FLEET_DRIFTED,
@@ -325,7 +328,7 @@ pub fn apply(
         if request.mode == ApplyMode::Review {
             say!("{}", pretty(&planned));
         }
-        check_blocked(&planned)?;
+        check_blocked(&planned, false)?;
         return match request.mode {
             ApplyMode::Yes if !planned.calls.is_empty() => apply_call(
                 client,
@@ -346,7 +349,7 @@ pub fn apply(
         "{}",
         render::changes(&planned.changes, &planned.summary, style)
     );
-    check_blocked(&planned)?;
+    check_blocked(&planned, true)?;
     let later = format!(
         "better-compute fleet apply {} --tenant {}{}{connection} --plan-hash {}",
         shell_word(&file_word(&request.file)),
@@ -438,6 +441,14 @@ fn apply_call(
             print_problems_from(&err, source);
             Err(err.into())
         }
+        // The same line as in text, from the plan in the details (not printed: standard output
+        // stays empty on an error).
+        Err(CallError::Api(err)) if print == Print::Json && err.code == code::PLAN_BLOCKED => {
+            match serde_json::from_value::<PlanInError>(err.details.clone()) {
+                Ok(plan) => Err(blocked_error(&plan.changes, false)),
+                Err(_) => Err(err.into()),
+            }
+        }
         Err(err) if print == Print::Json => Err(err.into()),
         Err(CallError::Api(err)) if err.code == code::CONFIG_DRIFT => {
             print_plan_in(
@@ -453,9 +464,7 @@ fn apply_call(
         Err(CallError::Api(err)) if err.code == code::PLAN_BLOCKED => {
             // The plan as `fleet plan` prints it, then the same error line.
             match print_plan_in(&err, None, style)? {
-                Some(plan) => Err(blocked_error(
-                    plan.changes.iter().filter(|c| c.blocked).count(),
-                )),
+                Some(plan) => Err(blocked_error(&plan.changes, true)),
                 None => Err(err.into()),
             }
         }
@@ -537,11 +546,16 @@ pub fn status(client: &Client, request: &StatusRequest, style: Style) -> Result<
     Ok(())
 }
 
-/// `fleet validate`: every problem of every file, offline.
-pub fn validate(files: &[PathBuf]) -> Result<(), CliError> {
+/// `fleet validate`: every problem of every file, offline; `read_config` reads the `--config`
+/// file first (a usage error before any file is read, as the command line's own).
+pub fn validate(
+    read_config: impl FnOnce() -> Result<(), CliError>,
+    files: &[PathBuf],
+) -> Result<(), CliError> {
     if files.iter().filter(|file| is_stdin(file)).count() > 1 {
         return Err(CliError::usage("standard input (-) can be read only once"));
     }
+    read_config()?;
     let mut invalid = 0;
     for file in files {
         match read_document(file) {
@@ -622,12 +636,7 @@ fn read_document(file: &Path) -> Result<(Document<'static>, Value, Source), CliE
             ))
         }
         Err(invalid) => {
-            // Lossy: text that is not UTF-8 is still located, the valid part before the first
-            // bad byte being unchanged.
-            let text = String::from_utf8_lossy(bytes);
-            for problem in &invalid.problems {
-                note!("{}", problem_line(name, Some(&text), problem));
-            }
+            print_problems(&source, &invalid.problems);
             Err(CliError::coded(
                 code::INVALID_INPUT,
                 format!(
@@ -642,13 +651,26 @@ fn read_document(file: &Path) -> Result<(Document<'static>, Value, Source), CliE
 /// The UTF-8 byte order mark, which JSON may not start with (RFC 8259, 8.1).
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// `FILE:LINE:COLUMN: path: message`, as compilers write it (editors jump there): the line and
-/// column of the value the path names in the file's `text` (of its closest part that exists,
-/// for a missing field), without them when the text has no such place; no `path: ` for the
-/// document's root.
-fn problem_line(name: &str, text: Option<&str>, problem: &Problem) -> String {
+/// Prints each of a document's `problems` on standard error as `FILE:LINE:COLUMN: path:
+/// message`, as compilers write it (editors jump there): the line and column of the value the
+/// path names in the source (of its closest part that exists, for a missing field; of the
+/// repeat, for a repeated key; of the document, for a problem of the whole document), without
+/// them when the text has no such place; no `path: ` for the document's root, whose path is
+/// empty.
+fn print_problems(source: &Source, problems: &[Problem]) {
+    // Lossy: text that is not UTF-8 is still located, the valid part before the first bad
+    // byte being unchanged.
+    let text = String::from_utf8_lossy(&source.bytes);
+    let places = planner::locate::locate_problems(&text, problems);
+    for (problem, at) in problems.iter().zip(places) {
+        note!("{}", problem_line(&source.name, at, problem));
+    }
+}
+
+/// `FILE:LINE:COLUMN: path: message` (`FILE: ...` without a place; no `path: ` for the root).
+fn problem_line(name: &str, at: Option<planner::locate::Location>, problem: &Problem) -> String {
     let mut line = name.to_owned();
-    if let Some(at) = text.and_then(|text| planner::locate::locate_problem(text, problem)) {
+    if let Some(at) = at {
         line.push_str(&format!(":{}:{}", at.line, at.column));
     }
     if problem.path.is_empty() {
@@ -663,8 +685,6 @@ fn problem_line(name: &str, text: Option<&str>, problem: &Problem) -> String {
 /// not the file's: the `error:` line alone says it.
 fn print_problems_from(err: &ApiError, source: &Source) {
     let problems = err.details.get("problems").and_then(Value::as_array);
-    // The text as written, for the problems' lines and columns.
-    let text = String::from_utf8_lossy(&source.bytes);
     let lines: Vec<(&str, &str)> = match problems {
         Some(problems) => problems
             .iter()
@@ -682,15 +702,15 @@ fn print_problems_from(err: &ApiError, source: &Source) {
             .map(|path| vec![(path, err.message.as_str())])
             .unwrap_or_default(),
     };
-    for (path, message) in lines {
-        if is_document_path(path) {
-            let problem = Problem {
-                path: path.to_owned(),
-                message: message.to_owned(),
-            };
-            note!("{}", problem_line(&source.name, Some(&text), &problem));
-        }
-    }
+    let problems: Vec<Problem> = lines
+        .into_iter()
+        .filter(|(path, _)| is_document_path(path))
+        .map(|(path, message)| Problem {
+            path: path.to_owned(),
+            message: message.to_owned(),
+        })
+        .collect();
+    print_problems(source, &problems);
 }
 
 /// Whether a problem's path is inside the document: its first step is one of the document's
@@ -730,32 +750,38 @@ fn plan_on_server(
 fn read_export(path: &Path) -> Result<Export<'static>, CliError> {
     let bytes = std::fs::read(path)
         .map_err(|err| CliError::failed(format!("cannot read {}: {err}", path.display())))?;
-    Export::from_json(&bytes)
+    let not_export = |why: String| {
+        CliError::failed(format!(
+            "{} is not a saved export (write one with `fleet export --state FILE`): {why}",
+            path.display()
+        ))
+    };
+    // Its place, `at line L column C`, counted as a document's (the column in characters).
+    let text = planner::validate::json_text(&bytes).map_err(not_export)?;
+    Export::from_json(text.as_bytes())
         .map(Export::into_owned)
-        .map_err(|err| {
-            CliError::failed(format!(
-                "{} is not a saved export (write one with `fleet export --state FILE`): {err}",
-                path.display()
-            ))
-        })
+        .map_err(|err| not_export(planner::validate::json_error(text, &err)))
 }
 
-fn check_blocked(plan: &Plan) -> Result<(), CliError> {
+/// `PLAN_BLOCKED` when `plan` is blocked; `marked` as for [`blocked_error`].
+fn check_blocked(plan: &Plan, marked: bool) -> Result<(), CliError> {
     if !plan.is_blocked() {
         return Ok(());
     }
-    Err(blocked_error(
-        plan.changes.iter().filter(|change| change.blocked).count(),
-    ))
+    Err(blocked_error(&plan.changes, marked))
 }
 
-/// `PLAN_BLOCKED` for a plan with `blocked` blocked changes, whoever found them.
-fn blocked_error(blocked: usize) -> CliError {
+/// `PLAN_BLOCKED` for a plan with these changes, whoever found it blocked (this CLI, or the
+/// server on `--plan-hash`): one line in both output modes, which says `(marked !)` only when
+/// the plan was printed as text (`marked`), its blocked lines starting with `!`.
+fn blocked_error(changes: &[Change], marked: bool) -> CliError {
+    let blocked = changes.iter().filter(|change| change.blocked).count();
     CliError::coded(
         code::PLAN_BLOCKED,
         format!(
-            "the plan is blocked: {} cannot be applied (marked !); fix the document",
-            count(blocked, "change")
+            "the plan is blocked: {} cannot be applied{}; fix the document",
+            count(blocked, "change"),
+            if marked { " (marked !)" } else { "" }
         ),
     )
 }

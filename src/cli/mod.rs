@@ -361,9 +361,12 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
     if let Some(config) = &flags.config {
         connection_args.extend(["--config".to_owned(), config.display().to_string()]);
     }
-    let env = |name: &str| std::env::var(name).ok();
+    // `NO_COLOR` set to anything non-empty, UTF-8 or not, turns colour off.
+    let env = |name: &str| std::env::var_os(name).map(|value| value.to_string_lossy().into_owned());
     let style = Style::detect(std::io::stdout().is_terminal(), env);
-    let connect = || Client::new(Connection::resolve(&flags, env)?);
+    let connect = || Client::new(Connection::resolve(&flags, |name| std::env::var_os(name))?);
+    // The commands that connect to no server read --config all the same.
+    let read_config = || flags.read_config();
     match args.command {
         FleetCommand::Export { tenant, out, state } => {
             fleet::export(connect, &fleet::ExportRequest { tenant, out, state })
@@ -394,7 +397,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
                 fail_on_drift,
                 json: output == Output::Json,
             };
-            fleet::plan(connect, &request, style)
+            fleet::plan(connect, read_config, &request, style)
         }
         FleetCommand::Apply {
             document,
@@ -440,7 +443,7 @@ fn run_fleet(args: FleetArgs) -> Result<(), CliError> {
             };
             fleet::status(&connect()?, &request, style)
         }
-        FleetCommand::Validate { files } => fleet::validate(&files),
+        FleetCommand::Validate { files } => fleet::validate(read_config, &files),
     }
 }
 

@@ -38,8 +38,9 @@ enum Applying {
 }
 
 /// The problem of an edited text that came from a file that was not UTF-8 and still holds
-/// the replacement character the browser read a bad byte as, at byte `at`: located as
-/// serde_json locates its errors (the line, and the column in bytes).
+/// the replacement character the browser read a bad byte as, at byte `at`: placed as the
+/// planner places the errors of text that is not JSON (the line, and the column in
+/// characters).
 fn replaced_bytes(text: &str, at: usize) -> planner::Invalid {
     // Byte loops, not `str` searches: the .wasm stays smaller.
     let before = &text.as_bytes()[..at];
@@ -54,7 +55,7 @@ fn replaced_bytes(text: &str, at: usize) -> planner::Invalid {
                 "the file was not UTF-8: the editor shows each byte it could not read as \u{FFFD}; \
                  replace them before planning at line {} column {}",
                 before.iter().filter(|&&b| b == b'\n').count() + 1,
-                at - line_start + 1
+                text[line_start..at].chars().count() + 1
             ),
         }],
     }
@@ -355,9 +356,12 @@ pub fn PlanView() -> impl IntoView {
             let problem = invalid.problems.get(index)?;
             text.with_untracked(|t| {
                 let lines = t.bytes().filter(|&b| b == b'\n').count() + 1;
-                let (start, end, line) = match planner::locate::locate_problem(t, problem) {
+                // Among the others: a repeated key's problems are each at their own repeat.
+                let at = planner::locate::locate_problem_in(t, &invalid.problems, index);
+                let (start, end, line) = match at {
                     Some(at) => (at.start, at.end, at.line),
-                    // A problem of the whole document (`[1, 2]`): its first character.
+                    // A problem of the whole document the planner cannot place (text that
+                    // is not JSON, its message without a place): its first character.
                     None if problem.path.is_empty() => {
                         let start = t.len() - t.trim_start().len();
                         let line = t[..start].bytes().filter(|&b| b == b'\n').count() + 1;

@@ -157,11 +157,45 @@ fn syntax_error_has_line_and_column() {
         "{\n  \"version\": 1,\n}",
         ": not valid JSON: trailing comma at line 3 column 1",
     );
+    // serde_json's column 0 (nothing read on the line yet) is the line's first character.
     check(
         "",
-        ": not valid JSON: EOF while parsing a value at line 1 column 0",
+        ": not valid JSON: EOF while parsing a value at line 1 column 1",
     );
     check("{} x", ": trailing characters at line 1 column 4");
+}
+
+/// The column ending the message counts characters, as the CLI's `FILE:LINE:COLUMN:` and
+/// editors do (serde_json's counts bytes: `é` is two), for every error of text that is not
+/// JSON, bytes that are not UTF-8 among them.
+#[test]
+fn a_syntax_errors_column_counts_characters() {
+    check(
+        "{\"version\": 1,\n \"sites\": [{\"region\": \"éé\"}], x}",
+        ": not valid JSON: key must be a string at line 2 column 31",
+    );
+    check(
+        "{\"a\": \"€\"} 𝄞",
+        ": not valid JSON: trailing characters at line 1 column 12",
+    );
+    let bytes = b"{\"version\":1,\"sites\":[{\"name\":\"fra\",\"kind\":\"shared\",\"region\":\"\xc3\xa9\xc3\xa9\"}],\xff}";
+    let problems = validate(bytes).unwrap_err().problems;
+    assert_eq!(
+        problems[0].message,
+        "the document is not valid JSON: invalid unicode code point at line 1 column 69"
+    );
+    // The place the message names is where the locator (and so the CLI's prefix) puts it.
+    for text in ["{\"k\": \"ä\",\n  \"ö\": ]", "[\"ü\"]  ü"] {
+        let problems = validate(text.as_bytes()).unwrap_err().problems;
+        let at = crate::locate::locate_problem(text, &problems[0]).unwrap();
+        assert!(
+            problems[0]
+                .message
+                .ends_with(&format!(" at line {} column {}", at.line, at.column)),
+            "{text:?}: {:?} at {at:?}",
+            problems[0]
+        );
+    }
 }
 
 #[test]
@@ -172,7 +206,7 @@ fn a_number_past_a_double_is_a_problem_at_its_path() {
     check(
         doc,
         r#"pools[0].name: is not a valid name
-           pools[0].ownerQuota.gpu: is a number out of range: a double holds at most about 1.8e308 (number out of range at line 2"#,
+           pools[0].ownerQuota.gpu: is a number out of range: a double holds at most about 1.8e308"#,
     );
     let digits = "9".repeat(400);
     check(
@@ -181,10 +215,12 @@ fn a_number_past_a_double_is_a_problem_at_its_path() {
         ),
         "flavors[0].vcpu: is a number out of range",
     );
-    // The editor and the CLI find the value from the path.
+    // The editor and the CLI find the value from the path; serde_json's place, past the
+    // number, would only disagree with it.
     let problems = validate(doc.as_bytes()).unwrap_err().problems;
     let at = crate::locate::locate_problem(doc, &problems[1]).unwrap();
     assert_eq!(at.line, 2);
+    assert!(!problems[1].message.contains(" at line "), "{problems:?}");
 }
 
 #[test]
