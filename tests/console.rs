@@ -2387,3 +2387,316 @@ async fn a_key_without_events_is_not_sent_event_list_again() {
     assert!(errors.is_empty(), "the page logged errors: {errors:?}");
     browser.close().await;
 }
+
+/// Two clicks on "Apply now" before the page re-renders (a script's `click(); click()`) send
+/// one `fleet.apply`: the second found the apply sending. The card shows the apply's answer
+/// (the second request's CONFIG_DRIFT, then the re-plan, had left it empty), and the server
+/// audited no refused apply.
+#[tokio::test]
+async fn two_clicks_on_apply_now_apply_once() {
+    let (server, admin, _keys) = demo_server("console-double-apply-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let browser = signed_in_plan_view(&server, &admin).await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    count_requests(&browser).await;
+    click(&browser, "#apply").await;
+    wait_for(&browser, "#confirm-apply").await;
+    browser
+        .execute(
+            "const apply = document.querySelector('#confirm-apply'); apply.click(); apply.click();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let result = wait_text(&browser, "#apply-result", |_| true).await;
+    assert!(result.contains("Applied: 1 call ran."), "{result}");
+    // The refreshes after the apply have answered (the export's re-plan among them), and
+    // the answer is still shown.
+    wait_text(&browser, "#plan-summary", |t| t.contains("0 to update")).await;
+    wait_for(&browser, "#apply-result").await;
+    let applies = browser
+        .execute("return window.__requests['fleet.apply'];", vec![])
+        .await
+        .unwrap();
+    assert_eq!(applies, json!(1));
+    let audit = ok(
+        &server,
+        &admin,
+        "audit.list",
+        json!({ "tenantId": "root", "limit": 1000 }),
+    )
+    .await;
+    let refused = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == "fleet.apply" && r["outcome"] == "config_drift")
+        .count();
+    assert_eq!(refused, 0, "{audit}");
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// After an apply the page reads the status, the export and the events once each: the
+/// poll's next tick, here half a second after the apply's answer, does not read the status
+/// and the events a second time (it did: twice each).
+#[tokio::test]
+async fn an_apply_reads_the_status_and_the_events_once() {
+    let (server, admin, _keys) = demo_server("console-apply-reads-key");
+    let baseline = apply_export_as_is(&server, &admin).await;
+    hand_edit_policy(&server, &admin, 0.35).await;
+    let browser = signed_in_polling(&server, &admin, 3000).await;
+    click(&browser, "#tab-plan").await;
+    wait_for(&browser, "#export-info").await;
+    paste(&browser, &serde_json::to_string_pretty(&baseline).unwrap()).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    // The apply's answer is held until 500 ms before a tick of the poll (the page's
+    // fleet.status reads until then are the ticks'); the requests the page starts in the
+    // 2.5 s after it are counted, by the page's clock: the tick 500 ms after the answer falls
+    // inside, the one after it (at 3.5 s) does not, however slowly this test looks.
+    browser
+        .execute(
+            "const every = 3000; const f = window.fetch; window.__sent = []; \
+             window.fetch = (url, init) => { const m = String(url).split('/api/')[1]; \
+               window.__sent.push([m, performance.now()]); \
+               if (window.__answered === undefined && m === 'fleet.status') window.__tick = performance.now(); \
+               const answer = f(url, init); \
+               if (m !== 'fleet.apply') return answer; \
+               return answer.then((r) => new Promise((done) => { \
+                 const now = performance.now(); \
+                 const next = window.__tick + every * Math.ceil((now + 500 - window.__tick) / every); \
+                 setTimeout(() => { window.__answered = performance.now(); done(r); }, next - 500 - now); })); };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while browser
+        .execute("return window.__tick === undefined;", vec![])
+        .await
+        .unwrap()
+        == json!(true)
+    {
+        assert!(Instant::now() < deadline, "the poll never read the status");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    click(&browser, "#apply").await;
+    click(&browser, "#confirm-apply").await;
+    wait_text(&browser, "#apply-result", |t| t.contains("Applied")).await;
+    let counted = "if (window.__answered === undefined || performance.now() < window.__answered + 2600) return null; \
+         const after = {}; \
+         for (const [m, t] of window.__sent) \
+           if (t >= window.__answered && t < window.__answered + 2500) after[m] = (after[m] || 0) + 1; \
+         return after;";
+    let after = loop {
+        let after = browser.execute(counted, vec![]).await.unwrap();
+        if !after.is_null() {
+            break after;
+        }
+        assert!(Instant::now() < deadline, "the apply never answered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        after,
+        json!({ "fleet.status": 1, "fleet.export": 1, "event.list": 1 })
+    );
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// Counts of one are singular: acme's export of one object, a held document of one line.
+#[tokio::test]
+async fn a_count_of_one_is_singular() {
+    let (server, admin, keys) = demo_server("console-singular-key");
+    let browser = signed_in_plan_view(&server, &admin).await;
+    choose_tenant(&browser, "acme").await;
+    let line = wait_text(&browser, "#export-info", |t| t.contains("acme")).await;
+    let objects = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "acme" }),
+    )
+    .await["objects"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(objects, Some(1));
+    assert!(line.ends_with(" (1 object)."), "{line}");
+    // A long document without line breaks, held outside the editor.
+    let text = maximal_document().to_string();
+    assert!(text.len() > 256 * 1024 && !text.contains('\n'));
+    upload(&browser, &keys, "one-line.json", text.as_bytes()).await;
+    let held = wait_text(&browser, "#held p", |t| t.contains("one-line.json")).await;
+    assert!(held.contains(" KiB, 1 line, "), "{held}");
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// Marks the plan's list of calls, runs `change`, and waits until the plan is written again
+/// (the marked list replaced): whether the new list is open, and its calls' text.
+async fn replanned<F: std::future::Future<Output = ()>>(browser: &Browser, change: F) -> Value {
+    browser
+        .execute(
+            "document.querySelector('#plan-result details.calls').dataset.before = '';",
+            vec![],
+        )
+        .await
+        .unwrap();
+    change.await;
+    wait_for(browser, "#plan-result details.calls:not([data-before])").await;
+    browser
+        .execute(
+            "return { open: document.querySelector('#plan-result details.calls').open, \
+               calls: document.querySelector('#plan-calls').textContent };",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// The list of calls keeps the state the reader gave it when the plan is made again (Prune
+/// ticked, the document edited): open, with the new plan's calls in it; closed, closed.
+#[tokio::test]
+async fn the_list_of_calls_stays_as_the_reader_left_it() {
+    let (server, admin, _keys) = demo_server("console-calls-open-key");
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    // The export with vps-fra's policy changed (a pool.update) and a pool nothing names left
+    // out (Prune deletes it: another plan).
+    let mut document = export["config"].clone();
+    let named: Vec<Value> = ["flavors", "sandboxTemplates"]
+        .iter()
+        .flat_map(|list| document[*list].as_array().cloned().unwrap_or_default())
+        .map(|item| item["pool"].clone())
+        .collect();
+    let pools = document["pools"].as_array_mut().unwrap();
+    let unnamed = pools
+        .iter()
+        .position(|p| p["name"] != "vps-fra" && !named.contains(&p["name"]))
+        .unwrap_or_else(|| panic!("every pool is named: {export}"));
+    pools.remove(unnamed);
+    let fra = pools.iter().position(|p| p["name"] == "vps-fra").unwrap();
+    let policy = |budget: f64| {
+        let mut d = document.clone();
+        d["pools"][fra]["policy"] = json!({ "disruptionBudget": budget });
+        serde_json::to_string_pretty(&d).unwrap()
+    };
+
+    let browser = signed_in_plan_view(&server, &admin).await;
+    paste(&browser, &policy(0.35)).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    click(&browser, "#plan-view details.calls summary").await;
+    wait_text(&browser, "#plan-calls", |t| t.contains("0.35")).await;
+
+    let ticked = replanned(&browser, click(&browser, "#prune")).await;
+    assert_eq!(ticked["open"], true, "{ticked}");
+    let calls = ticked["calls"].as_str().unwrap();
+    assert!(
+        calls.contains("pool.update") && calls.contains("0.35"),
+        "{calls}"
+    );
+
+    let edited = replanned(&browser, paste(&browser, &policy(0.45))).await;
+    assert_eq!(edited["open"], true, "{edited}");
+    assert!(
+        edited["calls"].as_str().unwrap().contains("0.45"),
+        "{edited}"
+    );
+    screenshots(&browser, "16-calls-open").await;
+
+    // Closed by the reader, it stays closed.
+    click(&browser, "#plan-view details.calls summary").await;
+    let closed = replanned(&browser, click(&browser, "#prune")).await;
+    assert_eq!(closed["open"], false, "{closed}");
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}
+
+/// Apply's state for assistive tech and the reason shown next to it (the text of what its
+/// `aria-describedby` names).
+async fn apply_state(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "const b = document.querySelector('#apply'); \
+             const by = b.getAttribute('aria-describedby'); \
+             const reason = by && document.getElementById(by); \
+             return { disabled: b.disabled, ariaDisabled: b.getAttribute('aria-disabled'), \
+               reason: reason ? reason.textContent : null };",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// Waits (a few seconds at most) until Apply's state is `expected`.
+async fn expect_apply_state(browser: &Browser, expected: Value) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let state = apply_state(browser).await;
+        if state == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Apply is {state}, not {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A disabled Apply is `disabled` alone (it was also `aria-disabled="false"`), and the card
+/// says why next to it, in the text that describes it: no document or an invalid one, no
+/// export yet, a blocked plan. An Apply that can be pressed has no reason.
+#[tokio::test]
+async fn apply_says_why_it_is_disabled() {
+    let (server, admin, _keys) = demo_server("console-apply-reason-key");
+    let export = ok(
+        &server,
+        &admin,
+        "fleet.export",
+        json!({ "tenantId": "root" }),
+    )
+    .await;
+    let browser = signed_in_plan_view(&server, &admin).await;
+    let disabled =
+        |reason: &str| json!({ "disabled": true, "ariaDisabled": null, "reason": reason });
+    let enter = disabled("Enter a valid document to plan first.");
+    expect_apply_state(&browser, enter.clone()).await;
+    paste(&browser, "{\"version\": 1, \"sites\": 3}").await;
+    wait_for(&browser, "#problems").await;
+    expect_apply_state(&browser, enter.clone()).await;
+    screenshots(&browser, "17-apply-reason").await;
+
+    paste(&browser, &export["config"].to_string()).await;
+    wait_text(&browser, "#plan-hash", |t| t.len() == 64).await;
+    expect_apply_state(
+        &browser,
+        json!({ "disabled": false, "ariaDisabled": null, "reason": "" }),
+    )
+    .await;
+
+    // Root's document against globex's export, once it is fetched: blocked.
+    hold_requests(&browser, "fleet.export", json!(1500)).await;
+    choose_tenant(&browser, "globex").await;
+    expect_apply_state(&browser, disabled("No export to plan against yet.")).await;
+    wait_for(&browser, "#plan-blocked").await;
+    expect_apply_state(
+        &browser,
+        disabled("Blocked: fix the document before applying."),
+    )
+    .await;
+    let errors = console_errors(&browser).await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:?}");
+    browser.close().await;
+}

@@ -33,6 +33,15 @@ pub fn summary_line(summary: &planner::Summary) -> String {
     )
 }
 
+/// `n` and the noun counted, singular for one: `1 object`, `2 objects` (`one` and `many` are
+/// the noun's two forms). One function for every count the console writes: no `format!` each.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    let mut out = n.to_string();
+    out.push(' ');
+    out.push_str(if n == 1 { one } else { many });
+    out
+}
+
 /// The CLI's line of a change: `~ pool vps-fra (policy)`, `+ offer vps-fra -> globex`.
 pub fn change_line(change: &ChangeRef) -> String {
     let symbol = match (change.action, change.blocked) {

@@ -5,7 +5,7 @@
 use crate::api::{self, ApiError};
 use crate::app::Tab;
 use crate::changes::{ChangeRef, changes_html};
-use crate::format::{pretty, pretty_text, summary_line, utc};
+use crate::format::{count, pretty, pretty_text, summary_line, utc};
 use crate::markup::Markup;
 use crate::state::Console;
 use leptos::html;
@@ -169,10 +169,18 @@ pub fn PlanView() -> impl IntoView {
     // The kind whose "Show all" was pressed: its first newly shown item takes the focus, as
     // the button that had it is gone.
     let focus_after = StoredValue::new(None::<String>);
+    // Whether the reader left the list of calls open: a re-plan (Prune, an edit) writes the
+    // plan again, and the list keeps that state (kept while there is no plan, too).
+    let calls_open = StoredValue::new(false);
     Effect::new(move |_| {
         let Some(element) = plan_box.get() else {
             return;
         };
+        if let Ok(Some(details)) = element.query_selector("details.calls") {
+            // `get_attribute`, a binding the page has already (`has_attribute` would be one more).
+            calls_open.set_value(details.get_attribute("open").is_some());
+        }
+        let open = calls_open.get_value();
         // The plan first (memos compute when read), so "plan-view" is the display alone.
         planned.with(|_| ());
         let start = mark("plan-view-start");
@@ -181,7 +189,7 @@ pub fn PlanView() -> impl IntoView {
         } else {
             SHOWN_PER_KIND
         };
-        let html = planned.with(|plan| plan.as_ref().map(|plan| plan_html(plan, limit)));
+        let html = planned.with(|plan| plan.as_ref().map(|plan| plan_html(plan, limit, open)));
         let has_plan = html.is_some();
         let html = html.unwrap_or_else(|| {
             let why = if console.export.with(|e| e.value.is_none()) {
@@ -216,6 +224,9 @@ pub fn PlanView() -> impl IntoView {
             }
         }
         element.set_inner_html(&html);
+        if has_plan && open {
+            fill_calls(planned);
+        }
         if let Some(kind) = focus_after.try_update_value(Option::take).flatten() {
             let first_new = format!(
                 "section[data-kind=\"{kind}\"] li:nth-child({})",
@@ -628,10 +639,11 @@ fn held_line(from: &str, text: &str) -> String {
         0..1024 => format!("{kib} KiB"),
         _ => format!("{:.1} MiB", kib as f64 / 1024.0),
     };
+    // A document of one line (JSON without line breaks) is "1 line".
+    let lines = count(lines, "line", "lines");
     format!(
-        "{from}: {size}, {lines} lines, validated and planned as it is. It is not shown \
-         in the editor, where a document this long takes the browser a second or more to lay \
-         out."
+        "{from}: {size}, {lines}, validated and planned as it is. It is not shown in the \
+         editor, where a document this long takes the browser a second or more to lay out."
     )
 }
 
@@ -690,7 +702,9 @@ fn export_html(load: &crate::state::Load<api::Exported>) -> String {
                     &[("id", "export-fetched")],
                     &utc(exported.fetched_at as i64),
                 )
-                .text(&format!(" ({} objects).", exported.export.objects.len()))
+                .text(" (")
+                .text(&count(exported.export.objects.len(), "object", "objects"))
+                .text(").")
                 .close("p");
             if !missing.is_empty() {
                 m.element(
@@ -730,7 +744,6 @@ fn validation_html(validated: Option<&Result<Document<'_>, Invalid>>) -> String 
             );
         }
         Some(Err(invalid)) => {
-            let count = invalid.problems.len();
             m.open(
                 "div",
                 &[("id", "problems"), ("class", "problems"), ("role", "alert")],
@@ -739,10 +752,7 @@ fn validation_html(validated: Option<&Result<Document<'_>, Invalid>>) -> String 
             .element(
                 "strong",
                 &[],
-                &format!(
-                    "{count} {}",
-                    if count == 1 { "problem" } else { "problems" }
-                ),
+                &count(invalid.problems.len(), "problem", "problems"),
             )
             .text(", found in your browser (nothing was sent to the server):")
             .close("p")
@@ -836,8 +846,9 @@ fn fill_calls(planned: Memo<Option<Plan>>) {
 }
 
 /// The plan as HTML: the counts, the changes by kind (at most `limit` of each), the calls'
-/// count (the calls themselves are written on demand, see [`fill_calls`]) and the planHash.
-fn plan_html(plan: &Plan, limit: usize) -> String {
+/// count (the calls themselves are written on demand, see [`fill_calls`]; their list open
+/// when `calls_open`) and the planHash.
+fn plan_html(plan: &Plan, limit: usize, calls_open: bool) -> String {
     let summary = plan.summary;
     let mut m = Markup::default();
     m.open("div", &[("class", "tiles"), ("aria-hidden", "true")]);
@@ -876,15 +887,18 @@ fn plan_html(plan: &Plan, limit: usize) -> String {
     html.push_str(&changes);
     let mut m = Markup::default();
     m.close("div");
-    let count = plan.calls.len();
-    m.open("details", &[("class", "calls")])
+    let calls = count(plan.calls.len(), "call", "calls");
+    // Open when the reader left it open (a re-plan writes the plan again).
+    let details: &[(&str, &str)] = if calls_open {
+        &[("class", "calls"), ("open", "")]
+    } else {
+        &[("class", "calls")]
+    };
+    m.open("details", details)
         .element(
             "summary",
             &[],
-            &format!(
-                "{count} {} that fleet.apply would make, in order",
-                if count == 1 { "call" } else { "calls" }
-            ),
+            &[&calls, " that fleet.apply would make, in order"].concat(),
         )
         // Scrolls: in the Tab order, so the keyboard can scroll it, and named.
         .element(
@@ -938,10 +952,15 @@ fn ApplyPanel(
         let tenant = console.tenant.get_untracked();
         applying.with(|a| element.set_inner_html(&apply_message_html(a, planned, &tenant)));
         // Not `disabled` while it sends (set here, not by an attribute of the view: less
-        // code): the button keeps the focus.
+        // code): the button keeps the focus. Otherwise no `aria-disabled` at all: `disabled`
+        // alone says whether it can be pressed (a `false` beside it contradicted it).
         let sending = matches!(applying.get_untracked(), Applying::Sending);
         if let Some(apply) = apply_button.get_untracked() {
-            let _ = apply.set_attribute("aria-disabled", if sending { "true" } else { "false" });
+            let _ = if sending {
+                apply.set_attribute("aria-disabled", "true")
+            } else {
+                apply.remove_attribute("aria-disabled")
+            };
         }
         // The confirmation takes the focus. Otherwise, when the focused button went away
         // (Apply now, Cancel, the disabled Apply while sending), the answer's button, the
@@ -968,9 +987,26 @@ fn ApplyPanel(
             let _ = target.focus();
         }
     });
-    let can_apply = move || planned.with(|p| p.as_ref().is_some_and(|p| !p.is_blocked()));
+    // Why Apply cannot be pressed, said next to it (and describing it); empty when it can.
+    let reason = move || {
+        planned.with(|p| match p {
+            Some(p) if p.is_blocked() => "Blocked: fix the document before applying.",
+            Some(_) => "",
+            // A valid document without a plan: the export is not there (yet).
+            None if validated.with(|v| matches!(v, Some(Ok(_)))) => {
+                "No export to plan against yet."
+            }
+            None => "Enter a valid document to plan first.",
+        })
+    };
     let sending = move || matches!(applying.get(), Applying::Sending);
     let send = move || {
+        // One request per confirmation: a second click on "Apply now" before the page
+        // re-renders (the confirmation is still there) finds the apply sending, at once (the
+        // signal is set synchronously; the message is written by an effect, later).
+        if !matches!(applying.get_untracked(), Applying::Confirming) {
+            return;
+        }
         let Some(key) = console.key.get_untracked() else {
             return;
         };
@@ -1010,12 +1046,14 @@ fn ApplyPanel(
             <div class="card-head">
                 <h2 id="apply-title">"Apply"</h2>
                 <div class="actions">
+                    <span id="apply-reason" class="muted small">{reason}</span>
                     <button
                         id="apply"
                         class="steady"
                         node_ref=apply_button
                         type="button"
-                        disabled=move || !can_apply()
+                        aria-describedby="apply-reason"
+                        disabled=move || !reason().is_empty()
                         on:click=move |_| {
                             if !matches!(applying.get_untracked(), Applying::Sending) {
                                 applying.set(Applying::Confirming)
@@ -1108,10 +1146,9 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
                 &[("id", "confirm-summary")],
                 &summary_line(&summary),
             )
-            .text(&format!(
-                " {calls} {}, in one transaction; the document becomes the drift baseline.",
-                if calls == 1 { "call runs" } else { "calls run" }
-            ))
+            .text(" ")
+            .text(&count(calls, "call runs", "calls run"))
+            .text(", in one transaction; the document becomes the drift baseline.")
             .close("p")
             .open("div", &[("class", "actions")])
             .element(
@@ -1131,7 +1168,7 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
             .close("div")
             .close("div");
         }
-        Applying::Done(count, hash) => {
+        Applying::Done(ran, hash) => {
             m.open(
                 "div",
                 &[
@@ -1141,10 +1178,9 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
                 ],
             )
             .open("p", &[])
-            .text(&format!(
-                "Applied: {count} {}. The drift baseline is now planHash ",
-                if *count == 1 { "call ran" } else { "calls ran" }
-            ))
+            .text("Applied: ")
+            .text(&count(*ran as usize, "call ran", "calls ran"))
+            .text(". The drift baseline is now planHash ")
             .element("code", &[("class", "hash")], hash)
             .text(".")
             .close("p")
@@ -1178,12 +1214,11 @@ fn apply_message_html(applying: &Applying, planned: Memo<Option<Plan>>, tenant: 
             .text("The apply to tenant ")
             .element("strong", &[], other);
             match answer {
-                Ok(count) => {
-                    m.text(&format!(
-                        " finished: {count} {}. Choose that tenant to see its drift.",
-                        if *count == 1 { "call ran" } else { "calls ran" }
-                    ))
-                    .close("p");
+                Ok(ran) => {
+                    m.text(" finished: ")
+                        .text(&count(*ran as usize, "call ran", "calls ran"))
+                        .text(". Choose that tenant to see its drift.")
+                        .close("p");
                 }
                 Err(error) => {
                     m.text(" failed: ")

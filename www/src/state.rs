@@ -251,12 +251,15 @@ impl Console {
     /// `better-compute.statusEveryMs` overrides it, for tests) while the page is visible and
     /// signed in, quietly: the reconciler checks the fleet on its own schedule, and a page left
     /// open should show the drift it found without a click. A read still on its way is not
-    /// asked again.
+    /// asked again, nor one made less than half an interval ago (after an apply, Check now or
+    /// Refresh: a tick just after them read the same status and events a second time).
     pub fn poll(self) {
-        let every = session_storage()
+        let every: u64 = session_storage()
             .and_then(|s| s.get_item(EVERY_ITEM).ok().flatten())
             .and_then(|v| v.parse().ok())
             .unwrap_or(EVERY_MS);
+        // Not due: on its way, or read less than half an interval ago.
+        let busy = move |loading: bool, read_at: i64| loading || now() - read_at < every as i64 / 2;
         let polling = StoredValue::new(false);
         set_interval(
             move || {
@@ -274,7 +277,7 @@ impl Console {
                 if hidden || away || polling.get_value() {
                     return;
                 }
-                if !self.status.with_untracked(|s| s.loading) {
+                if !self.status.with_untracked(|s| busy(s.loading, s.read_at)) {
                     self.fetch_into(
                         self.status,
                         move |key, tenant| {
@@ -293,7 +296,7 @@ impl Console {
                 if self.events_available.get_untracked()
                     && !self
                         .events
-                        .with_untracked(|e| e.loading || events_forbidden(e))
+                        .with_untracked(|e| busy(e.loading, e.read_at) || events_forbidden(e))
                 {
                     self.fetch_into(
                         self.events,

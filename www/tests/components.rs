@@ -13,7 +13,7 @@ use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use www::api::Change;
 use www::app::{Tab, tab_after_key};
 use www::changes::ChangeList;
-use www::format::{pretty, pretty_text, utc};
+use www::format::{count, pretty, pretty_text, utc};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -121,6 +121,15 @@ fn dates_are_utc() {
     assert_eq!(utc(1_790_251_200_000), "2026-09-24 12:00:00 UTC");
     assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
     assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+}
+
+/// A count of one takes the noun's singular ("1 objects" was written for acme's export).
+#[wasm_bindgen_test]
+fn a_count_of_one_is_singular() {
+    assert_eq!(count(1, "object", "objects"), "1 object");
+    assert_eq!(count(0, "object", "objects"), "0 objects");
+    assert_eq!(count(2, "call ran", "calls ran"), "2 calls ran");
+    assert_eq!(count(1_000, "line", "lines"), "1000 lines");
 }
 
 #[wasm_bindgen_test]
