@@ -159,7 +159,17 @@ async fn hand_editor(fleet: Arc<Fleet>, log: Arc<Mutex<Log>>, tenant: &'static s
     for _ in 0..iterations() {
         let pools = pools_of(&fleet, tenant).await;
         let pool = &pools[rng.below(pools.len() as u64) as usize];
-        let budget = (rng.below(9) + 1) as f64 / 10.0;
+        // Another value than the one read: a write of the same one changes nothing (no
+        // revision moves), and every write that succeeds is against what was read.
+        let now = pool["policy"]["disruptionBudget"].as_f64();
+        let mut budget = (rng.below(9) + 1) as f64 / 10.0;
+        if now == Some(budget) {
+            budget = if budget < 0.5 {
+                budget + 0.1
+            } else {
+                budget - 0.1
+            };
+        }
         let result = call(
             &fleet,
             "pool.update",
