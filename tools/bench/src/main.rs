@@ -19,7 +19,7 @@ mod peer;
 mod report;
 mod svg;
 
-use planner::{Export, PlanOptions, plan, plan_hash, validate};
+use planner::{Document, Export, PlanOptions, plan, plan_hash, validate};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -247,38 +247,72 @@ fn scaling(quick: bool) {
         ),
     ];
     for (curve, fixed, sizes, prune) in curves {
-        for &n in sizes {
-            let desired_n = if fixed == 0 { n } else { fixed };
-            let (desired, export_bytes) = fixture::pair(desired_n, n);
-            let document = validate(&desired).expect("valid");
-            let export: Export = serde_json::from_slice(&export_bytes).expect("parses");
-            let options = PlanOptions { prune };
-            let objects = export.objects.len();
-            // Enough rounds for about a second per point, 3 at the least.
-            let once = {
-                let start = Instant::now();
-                black_box(plan(&document, &export, options));
-                start.elapsed()
-            };
-            let rounds = ((Duration::from_secs(if quick { 1 } else { 2 }).as_secs_f64()
-                / once.as_secs_f64().max(1e-6)) as usize)
-                .clamp(3, 201);
-            let t = interleaved(
-                &mut [
-                    &mut || {
-                        black_box(plan(&document, &export, options));
-                    },
-                    &mut || {
-                        black_box(pipeline(&desired, &export_bytes, options));
-                    },
-                ],
-                rounds,
-                Duration::from_secs(5),
-            );
+        // The curve is swept three times and each point keeps the median of its three
+        // medians: a point measured once, in its own two seconds, took whatever the machine
+        // was doing then (a busy spell once made the 1000-item point 40% slower and the curve
+        // "super-linear"). Within a sweep a point's rounds run back to back, warm, as before:
+        // interleaving the points would measure the small ones with caches the large ones
+        // just emptied.
+        let pairs: Vec<(usize, Vec<u8>, Vec<u8>)> = sizes
+            .iter()
+            .map(|&n| {
+                let desired_n = if fixed == 0 { n } else { fixed };
+                let (desired, export_bytes) = fixture::pair(desired_n, n);
+                (desired_n, desired, export_bytes)
+            })
+            .collect();
+        let read: Vec<(Document, Export)> = pairs
+            .iter()
+            .map(|(_, desired, export_bytes)| {
+                let document = validate(desired).expect("valid");
+                let export: Export = serde_json::from_slice(export_bytes).expect("parses");
+                (document, export)
+            })
+            .collect();
+        let options = PlanOptions { prune };
+        const SWEEPS: usize = 3;
+        let mut sweeps = vec![Vec::new(); pairs.len()];
+        for _ in 0..SWEEPS {
+            for (point, ((_, desired, export_bytes), (document, export))) in
+                pairs.iter().zip(&read).enumerate()
+            {
+                // Enough rounds for about a second per point and sweep, 3 at the least.
+                let once = {
+                    let start = Instant::now();
+                    black_box(plan(document, export, options));
+                    start.elapsed()
+                };
+                let seconds = if quick { 0.3 } else { 1.0 };
+                let rounds = ((seconds / once.as_secs_f64().max(1e-6)) as usize).clamp(3, 201);
+                let t = interleaved(
+                    &mut [
+                        &mut || {
+                            black_box(plan(document, export, options));
+                        },
+                        &mut || {
+                            black_box(pipeline(desired, export_bytes, options));
+                        },
+                    ],
+                    rounds,
+                    Duration::from_secs(3),
+                );
+                sweeps[point].push((t[0], t[1]));
+            }
+        }
+        let t: Vec<Duration> = sweeps
+            .into_iter()
+            .flat_map(|mut medians| {
+                medians.sort_by_key(|m| m.0);
+                let plan = medians[SWEEPS / 2].0;
+                medians.sort_by_key(|m| m.1);
+                [plan, medians[SWEEPS / 2].1]
+            })
+            .collect();
+        for (i, ((desired_n, _, _), (_, export))) in pairs.iter().zip(&read).enumerate() {
             println!(
                 "{}",
-                json!({ "section": "scaling", "curve": curve, "items": desired_n, "objects": objects,
-                        "planMs": ms(t[0]), "pipelineMs": ms(t[1]) })
+                json!({ "section": "scaling", "curve": curve, "items": desired_n, "objects": export.objects.len(),
+                        "planMs": ms(t[2 * i]), "pipelineMs": ms(t[2 * i + 1]) })
             );
         }
     }
