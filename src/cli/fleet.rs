@@ -756,11 +756,16 @@ fn read_export(path: &Path) -> Result<Export<'static>, CliError> {
             path.display()
         ))
     };
-    // Its place, `at line L column C`, counted as a document's (the column in characters).
-    let text = planner::validate::json_text(&bytes).map_err(not_export)?;
-    Export::from_json(text.as_bytes())
+    Export::from_json(&bytes)
         .map(Export::into_owned)
-        .map_err(|err| not_export(planner::validate::json_error(text, &err)))
+        .map_err(|err| {
+            // Its place, `at line L column C`, counted as a document's (the column in
+            // characters); only a failed read pays for the text's second look.
+            not_export(match planner::validate::json_text(&bytes) {
+                Ok(text) => planner::validate::json_error(text, &err),
+                Err(not_utf8) => not_utf8,
+            })
+        })
 }
 
 /// `PLAN_BLOCKED` when `plan` is blocked; `marked` as for [`blocked_error`].

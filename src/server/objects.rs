@@ -282,21 +282,18 @@ async fn run(
             }
             require_tenant(tx, batch.as_deref_mut(), &i.tenant).await?;
             check_entry_revision(&object, i.if_revision, current.map(|o| o.revision))?;
-            let quota = serde_json::to_string(&i.quota)?;
-            if current.is_some() && changes {
-                sqlx::query("UPDATE pool_offers SET quota = $1, priority = $2, revision = revision + 1 WHERE pool_id = $3 AND tenant_id = $4")
+            if changes {
+                let quota = serde_json::to_string(&i.quota)?;
+                let sql = if current.is_some() {
+                    "UPDATE pool_offers SET quota = $1, priority = $2, revision = revision + 1 WHERE pool_id = $3 AND tenant_id = $4"
+                } else {
+                    "INSERT INTO pool_offers (quota, priority, pool_id, tenant_id, revision) VALUES ($1, $2, $3, $4, 1)"
+                };
+                sqlx::query(sql)
                     .bind(quota)
                     .bind(i.priority)
                     .bind(&i.pool_id)
                     .bind(&i.tenant)
-                    .execute(&mut **tx)
-                    .await?;
-            } else if current.is_none() {
-                sqlx::query("INSERT INTO pool_offers (pool_id, tenant_id, quota, priority, revision) VALUES ($1, $2, $3, $4, 1)")
-                    .bind(&i.pool_id)
-                    .bind(&i.tenant)
-                    .bind(quota)
-                    .bind(i.priority)
                     .execute(&mut **tx)
                     .await?;
             }
