@@ -897,8 +897,8 @@ fn connection_errors_and_precedence() {
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        "error: INVALID_INPUT: \"Root!\" is not a valid name (1-63 of a-z 0-9 . _ -, starting \
-         with a letter or digit)\n"
+        "error: INVALID_INPUT: \"Root!\" is not a valid name: use 1 to 63 of a-z, 0-9, '.', '_' \
+         or '-', starting with a lowercase letter or digit\n"
     );
 
     // A document the server refuses never gets that far: local validation lists it all.

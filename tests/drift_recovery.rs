@@ -321,6 +321,31 @@ both!(
     a_failing_tenant_does_not_stop_another
 );
 
+/// An endpoint's URL may carry credentials (`http://user:password@host/`, a token in its
+/// query); a failed attempt's record (and the log line that repeats it) says what failed
+/// without the URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_attempt_does_not_repeat_the_credentials_of_its_url() {
+    let fleet = Fleet::start(Db::Sqlite, FAST).await;
+    let url = format!(
+        "http://hook:hunter1@127.0.0.1:{}/ok?token=hunter2",
+        closed_port()
+    );
+    let (id, _, _) = endpoint_then_drift(&fleet, &url, &["fleet.drifted"]).await;
+    let error = until("a failed attempt", || async {
+        let d = deliveries(&fleet, &id).await;
+        d.first()
+            .and_then(|d| d["log"][0]["error"].as_str().map(str::to_owned))
+            .filter(|e| !e.starts_with("no answer recorded"))
+    })
+    .await;
+    assert!(error.contains("onnect"), "it says what failed: {error}");
+    assert!(
+        !error.contains("hunter") && !error.contains("127.0.0.1"),
+        "{error}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_keeps_failing_is_disabled() {
     let receiver = Receiver::start().await;

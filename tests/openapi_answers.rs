@@ -208,7 +208,7 @@ async fn every_answer_matches_its_schema(db: Db) {
         .id(
             "sandboxTemplate.create",
             root(json!({ "name": "py-small", "poolId": pool, "flavorId": flavor,
-                         "imageId": "ubuntu-24.04", "env": { "PIP_INDEX_URL": "secret://root/sec_01k" },
+                         "imageId": "ubuntu-24.04", "env": { "PIP_INDEX_URL": "secret://root/sec_01k…" },
                          "network": "private", "warm": { "min": 2, "max": 4 } })),
         )
         .await;

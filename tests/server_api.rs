@@ -673,6 +673,124 @@ async fn integers_stay_within_i_json(db: Db) {
 
 both!(i_json_integers, integers_stay_within_i_json);
 
+/// A call made by hand that breaks one of the document's rules is told what a document that
+/// breaks it is told, word for word (contracts.md: one rule, checked by the same functions).
+async fn calls_and_documents_say_one_thing_of_a_rule(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let (_, pool) = site_and_pool(&fleet, "root").await;
+    let flavor = fleet
+        .ok(
+            "flavor.create",
+            json!({ "tenantId": "root", "poolId": pool, "name": "small", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }),
+        )
+        .await["id"]
+        .clone();
+    let site = json!({ "name": "fra", "kind": "shared", "region": "eu" });
+    let vps = |extra: Value| {
+        let mut p = json!({ "name": "p", "site": "fra", "class": "vps-host" });
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({ "version": 1, "sites": [site], "pools": [p] })
+    };
+    let with_flavor = |f: Value| {
+        let mut d = vps(json!({}));
+        d["flavors"] = json!([f]);
+        d
+    };
+    let template = |extra: Value| {
+        let mut t = json!({ "name": "t", "pool": "p", "flavor": "small", "imageId": "i", "network": "private" });
+        t.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let mut d = with_flavor(
+            json!({ "pool": "p", "name": "small", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }),
+        );
+        d["sandboxTemplates"] = json!([t]);
+        d
+    };
+    let account = |name: &str, config: Value| json!({ "version": 1, "providerAccounts": [{ "name": name, "provider": "x", "config": config }] });
+    let cases = [
+        (
+            "providerAccount.create",
+            json!({ "tenantId": "root", "name": "Bad!", "provider": "x", "config": {} }),
+            (
+                "name",
+                account("Bad!", json!({})),
+                "providerAccounts[0].name",
+            ),
+        ),
+        (
+            "providerAccount.create",
+            json!({ "tenantId": "root", "name": "a", "provider": "x", "config": { "api.key": "plain" } }),
+            (
+                r#"config["api.key"]"#,
+                account("a", json!({ "api.key": "plain" })),
+                r#"providerAccounts[0].config["api.key"]"#,
+            ),
+        ),
+        (
+            "pool.setOwnerQuota",
+            json!({ "tenantId": "root", "poolId": pool, "resource": "nvidia.com/gpu", "max": 1 }),
+            (
+                "resource",
+                vps(json!({ "ownerQuota": { "nvidia.com/gpu": 1 } })),
+                r#"pools[0].ownerQuota["nvidia.com/gpu"]"#,
+            ),
+        ),
+        (
+            "pool.update",
+            json!({ "tenantId": "root", "id": pool, "ifRevision": 1, "policy": { "disruptionBudget": 2 } }),
+            (
+                "policy.disruptionBudget",
+                vps(json!({ "policy": { "disruptionBudget": 2 } })),
+                "pools[0].policy.disruptionBudget",
+            ),
+        ),
+        (
+            "flavor.create",
+            json!({ "tenantId": "root", "poolId": pool, "name": "big", "vcpu": 0, "memoryGiB": 1, "diskGiB": 1 }),
+            (
+                "vcpu",
+                with_flavor(
+                    json!({ "pool": "p", "name": "big", "vcpu": 0, "memoryGiB": 1, "diskGiB": 1 }),
+                ),
+                "flavors[0].vcpu",
+            ),
+        ),
+        (
+            "sandboxTemplate.create",
+            json!({ "tenantId": "root", "poolId": pool, "name": "t", "flavorId": flavor, "imageId": "i",
+                    "network": "private", "warm": { "min": 3, "max": 2 } }),
+            (
+                "warm",
+                template(json!({ "warm": { "min": 3, "max": 2 } })),
+                "sandboxTemplates[0].warm",
+            ),
+        ),
+    ];
+    for (method, input, (path, document, document_path)) in cases {
+        let call = fleet.fails(method, input, "INVALID_INPUT").await;
+        let plan = fleet
+            .fails(
+                "fleet.plan",
+                json!({ "tenantId": "root", "config": document }),
+                "INVALID_INPUT",
+            )
+            .await;
+        assert_eq!(
+            (call.details["path"].as_str(), call.message.as_str()),
+            (Some(path), plan.message.as_str()),
+            "{method}: the call's problem, then the document's: {call:?} {plan:?}"
+        );
+        assert_eq!(plan.details["path"], document_path, "{plan:?}");
+    }
+}
+both!(
+    one_rule_one_message,
+    calls_and_documents_say_one_thing_of_a_rule
+);
+
 /// `POST /api/<method>` with `body` as it is, as the administrator.
 async fn raw(fleet: &Fleet, method: &str, body: String) -> Result<Value, Failure> {
     let response = fleet

@@ -251,6 +251,50 @@ pub fn push_key(path: &mut String, key: &str) {
     }
 }
 
+/// What is wrong with a name that is not one ([`is_name`]). The object methods say it too: one
+/// rule, one sentence, whether a document or a call made by hand breaks it.
+pub fn name_message(name: &str) -> String {
+    format!("\"{}\" is not a valid name: {NAME_RULE}", shorten(name))
+}
+
+/// What is wrong with a map key that is not a resource name ([`is_resource`]).
+pub fn resource_message(key: &str) -> String {
+    format!(
+        "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
+        shorten(key)
+    )
+}
+
+/// What is wrong with the value under a secret-looking key ([`looks_secret`]) that is not a
+/// reference. Never the value: it may be the secret itself.
+pub fn secret_message(key: &str) -> String {
+    format!(
+        "\"{}\" looks like a secret, so its value must be a reference (secret://..., \
+         vault://... or env://NAME), never the secret itself",
+        shorten(key)
+    )
+}
+
+/// What is wrong with a `disruptionBudget` outside 0..=1 (`got` as the message shows it).
+pub fn budget_message(got: impl fmt::Display) -> String {
+    format!("must be a number from 0 to 1, not {got}")
+}
+
+/// The range an integer field holds, as its messages state it: `must be an integer from 1 to
+/// 4294967295` (`max` of `u64::MAX`: `of 1 or more`).
+pub fn integer_range(min: u64, max: u64) -> String {
+    if max == u64::MAX {
+        format!("must be an integer of {min} or more")
+    } else {
+        format!("must be an integer from {min} to {max}")
+    }
+}
+
+/// What is wrong with a `warm` whose `min` is greater than its `max`.
+pub fn warm_message(min: u32, max: u32) -> String {
+    format!("min ({min}) must not be greater than max ({max})")
+}
+
 /// True for a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.
 pub fn is_name(s: &str) -> bool {
     let b = s.as_bytes();
@@ -693,7 +737,7 @@ impl Walker {
             K::U32(min) => format!("must be an integer from {min} to {}, not {got}", u32::MAX),
             K::Max => format!("must be an integer from 0 to {MAX_QUOTA}, not {got}"),
             K::Int => format!("must be an integer from {MIN_INTEGER} to {MAX_INTEGER}, not {got}"),
-            K::Budget => format!("must be a number from 0 to 1, not {got}"),
+            K::Budget => budget_message(got),
             K::Quota | K::Config => format!("must be an object, not {got}"),
             K::Policy => format!("a policy must be an object, not {got}"),
             K::Warm => format!("warm must be an object, not {got}"),
@@ -715,10 +759,7 @@ impl Walker {
                 None => Parsed::Str(s),
             },
             K::Name if !is_name(&s) => {
-                self.report(format!(
-                    "\"{}\" is not a valid name: {NAME_RULE}",
-                    shorten(&s)
-                ));
+                self.report(name_message(&s));
                 Parsed::Bad
             }
             K::Name => Parsed::Str(s),
@@ -793,13 +834,7 @@ impl Walker {
     }
 
     fn uint(&mut self, n: Num, min: u64, max: u64) -> Option<u64> {
-        let expect = || {
-            if max == u64::MAX {
-                format!("must be an integer of {min} or more")
-            } else {
-                format!("must be an integer from {min} to {max}")
-            }
-        };
+        let expect = || integer_range(min, max);
         let value = match n {
             Num::U(u) => Some(u),
             Num::I(_) => None,
@@ -811,11 +846,17 @@ impl Walker {
         };
         match value {
             Some(v) if (min..=max).contains(&v) => Some(v),
-            Some(v) if v > max => {
+            Some(v) if v > max && matches!(n, Num::U(_)) => {
                 self.report(format!("{}; {v} is too large", expect()));
                 None
             }
-            // Integers past 2^64 arrive as floats; printing them would show rounded digits.
+            // A float past the range is what its text rounded to (`9007199254740991.5` reads
+            // as 2^53; integers past 2^64 arrive as floats too): printing it would show digits
+            // that were not written.
+            Some(v) if v > max => {
+                self.report(format!("{}; this number is too large", expect()));
+                None
+            }
             None if matches!(n, Num::F(x) if x >= 18_446_744_073_709_551_616.0) => {
                 self.report(format!("{}; this number is too large", expect()));
                 None
@@ -891,10 +932,7 @@ impl Walker {
                         // A bad name does not hide a bad maximum: both are reported, key first.
                         let named = is_resource(key);
                         if !named {
-                            w.report(format!(
-                                "\"{}\" is not a valid resource name: {RESOURCE_RULE}",
-                                shorten(key)
-                            ));
+                            w.report(resource_message(key));
                         }
                         Ok(match w.value(map, K::Max)? {
                             Parsed::U(max) if named => Some(max),
@@ -915,11 +953,7 @@ impl Walker {
                         };
                         if looks_secret(key) && !is_secret_reference(&value) {
                             // Never repeat the value: it may be the secret itself.
-                            w.report(format!(
-                                "\"{}\" looks like a secret, so its value must be a reference \
-                             (secret://..., vault://... or env://NAME), never the secret itself",
-                                shorten(key)
-                            ));
+                            w.report(secret_message(key));
                             return Ok(None);
                         }
                         Ok(Some(value))
@@ -1107,7 +1141,7 @@ impl Walker {
         let (min, max) = (self.require(min, "min"), self.require(max, "max"));
         let (min, max) = (min?, max?);
         if min > max {
-            self.report(format!("min ({min}) must not be greater than max ({max})"));
+            self.report(warm_message(min, max));
             return None;
         }
         Some(Parsed::Warm(Warm { min, max }))

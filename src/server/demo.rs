@@ -39,7 +39,7 @@ fn document(state: &AppState) -> Value {
         "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
         "sandboxTemplates": [{
             "name": "py-small", "pool": "vps-fra", "flavor": "g1.small", "imageId": "ubuntu-24.04",
-            "env": { "PIP_INDEX_URL": "secret://root/sec_01k" }, "network": "private",
+            "env": { "PIP_INDEX_URL": "secret://root/sec_01k…" }, "network": "private",
             "warm": { "min": 2, "max": 4 }
         }]
     });

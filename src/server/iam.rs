@@ -713,9 +713,24 @@ fn refuse_nul(input: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ApiError {
+fn path_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let mut message = err.inner().to_string();
     let mut path = document_path(err.path());
+    // A number past a double's range is JSON (RFC 8259 leaves the range to implementations):
+    // said at its path as a document's is, not as a syntax error's place.
+    if message.starts_with("number out of range") {
+        return ApiError::invalid(
+            path,
+            "is a number out of range: a double holds at most about 1.8e308",
+        );
+    }
+    // A value of the wrong kind or an unknown field is placed by its path; serde_json's
+    // `at line L column C` would say where in the text it stopped reading, which for a GET is
+    // text the client never sent (its parameters, written as JSON). Text that is not JSON
+    // keeps its place: there it is the only one.
+    if err.inner().classify() == serde_json::error::Category::Data {
+        message.truncate(split_place(&message).0.len());
+    }
     // serde reports a missing or repeated key at its parent: point at the key itself.
     if let Some(field) = ["missing field `", "duplicate field `"]
         .iter()
@@ -819,9 +834,9 @@ fn unexpected_without_value(text: &str) -> Option<(&'static str, &str)> {
 /// object`, `an integer from 0 to 4294967295`), never as a Rust type (`struct TenantInput`,
 /// `u32`), and what it got as a JSON kind (`object`, `array`, `number`, not `map`,
 /// `sequence`, `floating point`). serde_json's place (` at line 1 column 5`) stays.
-fn in_wire_terms(message: &str) -> String {
-    // serde_json's place ends the message: ` at line <digits> column <digits>`.
-    let (text, place) = match message.rfind(" at line ") {
+/// `message` and serde_json's place that ends it (` at line <digits> column <digits>`), if any.
+fn split_place(message: &str) -> (&str, &str) {
+    match message.rfind(" at line ") {
         Some(at)
             if message[at + " at line ".len()..]
                 .split_once(" column ")
@@ -834,7 +849,11 @@ fn in_wire_terms(message: &str) -> String {
             message.split_at(at)
         }
         _ => (message, ""),
-    };
+    }
+}
+
+fn in_wire_terms(message: &str) -> String {
+    let (text, place) = split_place(message);
     // A struct read from an array (serde allows it) is an array where an object is due.
     if let Some(rest) = text.strip_prefix("invalid length ")
         && rest.contains(", expected struct ")
@@ -935,9 +954,7 @@ pub fn check_name(path: &str, name: &str) -> Result<(), ApiError> {
     } else {
         Err(ApiError::invalid(
             path,
-            format!(
-                "{name:?} is not a valid name (1-63 of a-z 0-9 . _ -, starting with a letter or digit)"
-            ),
+            planner::validate::name_message(name),
         ))
     }
 }

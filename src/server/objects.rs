@@ -717,9 +717,7 @@ fn check_resource(path: &str, r: &str) -> Result<(), ApiError> {
     } else {
         Err(ApiError::invalid(
             path,
-            format!(
-                "{r:?} is not a resource name (a letter, then up to 63 letters, digits, ., _ or -)"
-            ),
+            planner::validate::resource_message(r),
         ))
     }
 }
@@ -727,17 +725,12 @@ fn check_resource(path: &str, r: &str) -> Result<(), ApiError> {
 /// Secret-looking keys hold references, by the document's rule (the planner's, so that a call
 /// made by hand accepts exactly what a document may hold).
 fn check_config(path: &str, map: &BTreeMap<String, String>) -> Result<(), ApiError> {
-    use planner::validate::{is_secret_reference, looks_secret, push_key};
+    use planner::validate::{is_secret_reference, looks_secret, push_key, secret_message};
     for (k, v) in map {
         if looks_secret(k) && !is_secret_reference(v) {
             let mut path = path.to_owned();
             push_key(&mut path, k);
-            return Err(ApiError::invalid(
-                path,
-                format!(
-                    "{k:?} looks secret: give a reference (secret://, vault:// or env://NAME), never a value"
-                ),
-            ));
+            return Err(ApiError::invalid(path, secret_message(k)));
         }
     }
     Ok(())
@@ -749,17 +742,18 @@ fn check_policy(path: &str, p: &Policy) -> Result<(), ApiError> {
     } else {
         Err(ApiError::invalid(
             format!("{path}.disruptionBudget"),
-            "disruptionBudget is between 0 and 1",
+            planner::validate::budget_message(p.disruption_budget),
         ))
     }
 }
 
+/// `vcpu` and `memoryGiB` are at least 1 (their type holds the top of the document's range).
 fn check_sizes(vcpu: u32, memory: u32) -> Result<(), ApiError> {
-    if vcpu < 1 {
-        return Err(ApiError::invalid("vcpu", "vcpu is at least 1"));
-    }
-    if memory < 1 {
-        return Err(ApiError::invalid("memoryGiB", "memoryGiB is at least 1"));
+    for (path, value) in [("vcpu", vcpu), ("memoryGiB", memory)] {
+        if value < 1 {
+            let range = planner::validate::integer_range(1, u32::MAX.into());
+            return Err(ApiError::invalid(path, format!("{range}, not {value}")));
+        }
     }
     Ok(())
 }
@@ -775,8 +769,8 @@ fn check_template_fields(
         && w.min > w.max
     {
         return Err(ApiError::invalid(
-            "warm.min",
-            "warm.min is at most warm.max",
+            "warm",
+            planner::validate::warm_message(w.min, w.max),
         ));
     }
     Ok(())

@@ -730,6 +730,10 @@ async fn attempt_once(
         .send()
         .await
         .map_err(|e| {
+            // Without the URL: the record names its endpoint already, and a URL may carry a
+            // token in its query (`...?token=...`), which the record and the log must not
+            // repeat (reqwest drops only `user:password@`).
+            let e = e.without_url();
             let mut text = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {

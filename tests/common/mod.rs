@@ -33,7 +33,7 @@ pub const CHROMIUM_ARGS: &[&str] = &[
     "--window-size=1280,900",
 ];
 
-/// The seed's example document.
+/// The seed's example document, verbatim (its `…` included).
 pub fn seed_document() -> serde_json::Value {
     serde_json::json!({
         "version": 1,
@@ -54,7 +54,7 @@ pub fn seed_document() -> serde_json::Value {
         "flavors": [{ "pool": "vps-fra", "name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40 }],
         "sandboxTemplates": [{
             "name": "py-small", "pool": "vps-fra", "flavor": "g1.small", "imageId": "ubuntu-24.04",
-            "env": { "PIP_INDEX_URL": "secret://root/sec_01k" }, "network": "private",
+            "env": { "PIP_INDEX_URL": "secret://root/sec_01k…" }, "network": "private",
             "warm": { "min": 2, "max": 4 }
         }]
     })

@@ -573,6 +573,15 @@ fn quota_maxima_are_integers_from_0_to_2_53_minus_1() {
         "pools[0].ownerQuota.ram: must be an integer from 0 to 9007199254740991; \
          9223372036854775808 is too large",
     );
+    // A float past the range reads as the double its text rounds to: the message does not show
+    // that double (9007199254740992, 1e20 as 100000000000000000000), which was never written.
+    for written in ["9007199254740991.5", "9007199254740992.0", "1e20"] {
+        check(
+            &pool(&format!(r#", "ownerQuota": {{"ram": {written}}}"#)),
+            "pools[0].ownerQuota.ram: must be an integer from 0 to 9007199254740991; \
+             this number is too large",
+        );
+    }
 }
 
 #[test]
