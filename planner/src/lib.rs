@@ -37,8 +37,7 @@ mod wasm;
 // than the default dlmalloc there (6-9% of a maximal plan in Node) and smaller
 // (planner/js/README.md, "Allocator"). A feature, so that one program has one allocator.
 #[cfg(all(feature = "allocator", target_arch = "wasm32"))]
-#[global_allocator]
-static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+mod allocator;
 
 pub use calls::Call;
 pub use canonical::{PlanHash, canonicalize, sha256_hex};

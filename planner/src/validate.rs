@@ -32,14 +32,29 @@ pub struct Problem {
 
 /// A document that does not validate: every problem found, in document order.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, serde::Deserialize)]
-#[error("{} problem(s), first at {}: {}", problems.len(), first_path(problems), problems.first().map(|p| p.message.as_str()).unwrap_or(""))]
+#[error("{}", summary(problems))]
 pub struct Invalid {
     /// At least one problem.
     pub problems: Vec<Problem>,
 }
 
-fn first_path(problems: &[Problem]) -> &str {
-    problems.first().map(|p| p.path.as_str()).unwrap_or("")
+/// `pools[0].name: "Bad!" is not a valid name: ... (and 2 more problems)`: the first problem
+/// as the CLI prints one (the document's root has no path), then how many follow.
+fn summary(problems: &[Problem]) -> String {
+    let Some(first) = problems.first() else {
+        return "the document is not valid".to_owned();
+    };
+    let mut out = if first.path.is_empty() {
+        first.message.clone()
+    } else {
+        format!("{}: {}", first.path, first.message)
+    };
+    match problems.len() {
+        1 => {}
+        2 => out.push_str(" (and 1 more problem)"),
+        n => out.push_str(&format!(" (and {} more problems)", n - 1)),
+    }
+    out
 }
 
 /// The most items a list may hold (a pool's offers included).
@@ -70,7 +85,7 @@ pub fn text_problem(text: &str) -> Option<String> {
     if text.is_empty() {
         return Some("must not be empty".to_owned());
     }
-    if text.chars().all(char::is_whitespace) {
+    if text.chars().all(is_space) {
         return Some("must not be only whitespace".to_owned());
     }
     // A character is at least one byte: only a text over MAX_TEXT bytes needs counting.
@@ -86,6 +101,14 @@ pub fn text_problem(text: &str) -> Option<String> {
         return Some("must not contain a NUL character (\\u0000)".to_owned());
     }
     None
+}
+
+/// White space as the schema's `\s` means it (`schema::NON_BLANK_PATTERN`; JSON Schema's
+/// patterns are ECMAScript's): Unicode's White_Space, U+0085 (NEL) excepted, and U+FEFF (the
+/// byte order mark as a character). An editor checking with the schema then refuses exactly
+/// the texts this does.
+fn is_space(c: char) -> bool {
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
 }
 
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).

@@ -25,22 +25,25 @@ export type Name = string;
 export interface Site { name: Name; kind: "shared" | "dedicated"; region: string }
 export interface ProviderAccount { name: Name; provider: string; config: Record<string, string> }
 export interface Policy { disruptionBudget: number }
-export interface Offer { tenant: Name; quota: Record<string, number>; priority?: number }
+export interface Offer { tenant: Name; quota: Record<string, number>; priority?: number | null }
 export interface Pool {
   name: Name; site: Name; class: "vps-host" | "sandbox-host" | "provider";
-  gpuModel?: string; providerAccount?: Name; policy?: Policy;
-  ownerQuota?: Record<string, number>; offers?: Offer[];
+  gpuModel?: string | null; providerAccount?: Name | null; policy?: Policy | null;
+  ownerQuota?: Record<string, number> | null; offers?: Offer[] | null;
 }
-export interface Flavor { pool: Name; name: Name; vcpu: number; memoryGiB: number; diskGiB: number; gpu?: number }
+export interface Flavor { pool: Name; name: Name; vcpu: number; memoryGiB: number; diskGiB: number; gpu?: number | null }
 export interface Warm { min: number; max: number }
 export interface SandboxTemplate {
-  name: Name; pool: Name; flavor: Name; imageId: string; env?: Record<string, string>;
-  network: "private" | "public" | "none"; warm?: Warm;
+  name: Name; pool: Name; flavor: Name; imageId: string; env?: Record<string, string> | null;
+  network: "private" | "public" | "none"; warm?: Warm | null;
 }
-/** A FleetConfig document, version 1. */
+/** A value `JSON.stringify` writes as JSON: anything but `undefined` (what it cannot write,
+ * a function or a symbol, is refused when called). */
+export type JsonValue = NonNullable<unknown> | null;
+/** A FleetConfig document, version 1 (`null` for an optional field is the field left out). */
 export interface Document {
-  version: 1; sites?: Site[]; providerAccounts?: ProviderAccount[]; pools?: Pool[];
-  flavors?: Flavor[]; sandboxTemplates?: SandboxTemplate[];
+  version: 1; sites?: Site[] | null; providerAccounts?: ProviderAccount[] | null; pools?: Pool[] | null;
+  flavors?: Flavor[] | null; sandboxTemplates?: SandboxTemplate[] | null;
 }
 export type Kind = "site" | "providerAccount" | "pool" | "ownerQuota" | "offer" | "flavor" | "sandboxTemplate";
 export type Section = "sites" | "providerAccounts" | "pools" | "flavors" | "sandboxTemplates";
@@ -99,7 +102,7 @@ pub fn validate(
 pub fn plan(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
+    #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions | null")] options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
     let plan = planned(doc, exported, options)?;
     to_js_plan(&plan)
@@ -111,7 +114,7 @@ pub fn plan(
 pub fn plan_json(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Export>")] exported: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions")] options: Option<JsValue>,
+    #[wasm_bindgen(unchecked_optional_param_type = "PlanOptions | null")] options: Option<JsValue>,
 ) -> Result<String, JsValue> {
     Ok(serde_json::to_string(&planned(doc, exported, options)?).map_err(JsError::from)?)
 }
@@ -157,7 +160,7 @@ fn planned(
 /// of its RFC 8785 form.
 #[wasm_bindgen(js_name = canonicalHash)]
 pub fn canonical_hash(
-    #[wasm_bindgen(unchecked_param_type = "JsonInput<unknown>")] json: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<JsonValue>")] json: JsValue,
 ) -> Result<String, JsValue> {
     Ok(crate::PlanHash::of(&json_value(json)?).0)
 }
@@ -165,7 +168,7 @@ pub fn canonical_hash(
 /// The RFC 8785 (JCS) canonical form of a JSON value (text, UTF-8 bytes or a plain value).
 #[wasm_bindgen(js_name = canonicalJson)]
 pub fn canonical_json(
-    #[wasm_bindgen(unchecked_param_type = "JsonInput<unknown>")] json: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "JsonInput<JsonValue>")] json: JsValue,
 ) -> Result<String, JsValue> {
     Ok(crate::canonicalize(&json_value(json)?))
 }
@@ -174,7 +177,14 @@ pub fn canonical_json(
 fn json_value(json: JsValue) -> Result<serde_json::Value, JsValue> {
     // With `any_value`, a number, a boolean or `null` is JSON too.
     let bytes = js_json_bytes(&json, "the JSON", true)?;
-    Ok(serde_json::from_slice(&bytes).map_err(JsError::from)?)
+    serde_json::from_slice(&bytes).map_err(|err| {
+        // Placed as `validate` places it: the column in characters, from 1.
+        let words = match std::str::from_utf8(&bytes) {
+            Ok(text) => crate::validate::json_error(text, &err),
+            Err(_) => err.to_string(),
+        };
+        JsError::new(&format!("the JSON is not valid JSON: {words}")).into()
+    })
 }
 
 /// The JSON Schema (draft 7) of a document, for editors and JS validators.
@@ -224,8 +234,50 @@ fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
 // The arguments' readers: each answers a plain Error naming the argument for what it refuses,
 // and lets no other exception out (see json_bytes).
 const isA = (value, type) => { try { return value instanceof type; } catch { return false; } };
+// The built-in getters, which read a typed array's or a buffer's own internal slots: a
+// subclass or an own property may say another `length` (the glue copies as many bytes as
+// the view holds into room for `length`), and a Proxy of a buffer is no buffer. Each throws
+// for anything but the real thing.
+const getter = (type, name) => Object.getOwnPropertyDescriptor(type.prototype, name).get;
+const TypedArray = Object.getPrototypeOf(Uint8Array);
+const [viewBuffer, viewOffset, viewLength] =
+  ['buffer', 'byteOffset', 'byteLength'].map((name) => getter(TypedArray, name));
+const bufferLength = getter(ArrayBuffer, 'byteLength');
+const sharedLength = typeof SharedArrayBuffer === 'function' ? getter(SharedArrayBuffer, 'byteLength') : undefined;
 const encoder = new TextEncoder();
-const written = (value) => { try { return JSON.stringify(value); } catch { return undefined; } };
+// JSON.stringify changes what it cannot write, unseen: a Map or a Set becomes {}, a number
+// that is not finite null, and a function, a symbol or undefined in a list is left out (null).
+// A document so changed would plan as something its author did not write: refused instead.
+class Unwritable extends Error {}
+function strictly(key, value) {
+  // TextEncoder would write an unpaired surrogate as U+FFFD, and JSON.stringify as an escape
+  // the reader refuses with a column in text nobody wrote: said here, where it is.
+  if (!wellFormed(key)) {
+    throw new Unwritable('holds a key with an unpaired UTF-16 surrogate, which is not Unicode text');
+  }
+  const at = key === '' ? '' : ` at key ${JSON.stringify(key)}`;
+  if (typeof value === 'string' && !wellFormed(value)) {
+    throw new Unwritable(`holds a string with an unpaired UTF-16 surrogate${at}, which is not Unicode text`);
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new Unwritable(`holds ${value}${at}, which is no JSON number`);
+  }
+  if (typeof value === 'function' || typeof value === 'symbol' || (value === undefined && Array.isArray(this))) {
+    throw new Unwritable(`holds ${value === undefined ? 'undefined' : 'a ' + typeof value}${at}, which JSON cannot hold`);
+  }
+  if (isA(value, Map) || isA(value, Set)) {
+    throw new Unwritable(`holds a ${isA(value, Map) ? 'Map' : 'Set'}${at}, which JSON.stringify writes as {}: give a plain object`);
+  }
+  return value;
+}
+// The JSON text of `value`, or undefined when it has none; a refusal of `strictly` names
+// `what`. (A cycle, a BigInt, a throwing getter: no text.)
+const written = (value, what) => {
+  try { return JSON.stringify(value, strictly); } catch (error) {
+    if (error instanceof Unwritable) throw new Error(`${what} ${error.message}`);
+    return undefined;
+  }
+};
 // One native call (Node 20, current browsers), not one charCodeAt per UTF-16 unit from wasm.
 const wellFormed = typeof ''.isWellFormed === 'function'
   ? (text) => text.isWellFormed()
@@ -250,18 +302,24 @@ export function jsonBytes(value, what, anyValue) {
   }
   if (isA(value, Uint8Array)) {
     // The glue allocates in wasm memory, then copies: a copy that throws (a Proxy's trap, a
-    // transferred buffer) would leak the allocation. Only a real, live view goes on.
-    let live = false;
-    try { live = ArrayBuffer.isView(value) && value.subarray(0, 0) !== undefined; } catch {}
-    if (!live) {
+    // transferred buffer) would leak the allocation, and one of more bytes than it made room
+    // for would write past it. What goes on is a plain view of the bytes the array really
+    // holds, read by the built-in getters.
+    let bytes;
+    try {
+      bytes = new Uint8Array(viewBuffer.call(value), viewOffset.call(value), viewLength.call(value));
+    } catch {
       throw new Error(`${what} is a Uint8Array that cannot be read (a proxy of one, or its buffer was transferred)`);
     }
-    return sized(value, what);
+    return sized(bytes, what);
   }
-  if (isA(value, ArrayBuffer) || (typeof SharedArrayBuffer === 'function' && isA(value, SharedArrayBuffer))) {
+  if (isA(value, ArrayBuffer) || (sharedLength && isA(value, SharedArrayBuffer))) {
     let bytes;
-    try { bytes = new Uint8Array(value); } catch {
-      throw new Error(`${what} is a detached ArrayBuffer (its bytes were transferred)`);
+    try {
+      const length = isA(value, ArrayBuffer) ? bufferLength.call(value) : sharedLength.call(value);
+      bytes = new Uint8Array(value, 0, length);
+    } catch {
+      throw new Error(`${what} is an ArrayBuffer that cannot be read (a proxy of one, or its bytes were transferred)`);
     }
     return sized(bytes, what);
   }
@@ -273,7 +331,7 @@ export function jsonBytes(value, what, anyValue) {
   }
   // The validator reads bytes (it must see duplicate keys in text); an object has none, and
   // JSON.stringify keeps its key order, so problems come in document order.
-  const text = written(value);
+  const text = written(value, what);
   if (text === undefined) throw new Error(`${what} cannot be written as JSON`);
   return sized(encoder.encode(text), what);
 }
@@ -283,9 +341,16 @@ export function optionsJson(options) {
   let array = false;
   try { array = Array.isArray(options); } catch { throw refused('cannot be written as JSON'); }
   if (typeof options !== 'object' || array) throw refused('not an object');
-  // JSON.stringify writes a Map as {}: its prune would be dropped unseen.
+  // JSON.stringify writes a Map as {}, and only own properties: a prune in a Map, a getter
+  // of a class or a prototype would be dropped unseen.
   if (isA(options, Map) || isA(options, Set)) throw refused('a Map or Set, not a plain object');
-  const text = written(options);
+  let plain = false;
+  try {
+    const prototype = Object.getPrototypeOf(options);
+    plain = prototype === Object.prototype || prototype === null;
+  } catch {}
+  if (!plain) throw refused('not a plain object (its prototype\'s properties would be left out)');
+  const text = written(options, 'options:');
   if (text === undefined) throw refused('cannot be written as JSON');
   return text;
 }

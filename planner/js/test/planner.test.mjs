@@ -140,10 +140,37 @@ test('arguments that are no JSON of the right shape are refused with a message, 
     refused(() => planner.canonicalJson(bad), /the JSON/);
   }
   refused(() => planner.canonicalJson('{'), /EOF/);
-  // An unpaired surrogate is no Unicode: refused as text, as it is as an object (whose JSON
-  // escapes it), never quietly replaced.
+  // Placed as validate places it: the column in characters, from 1.
+  refused(() => planner.canonicalJson(''), /^the JSON is not valid JSON: EOF while parsing a value at line 1 column 1$/);
+  refused(() => planner.canonicalJson('"é€😀" x'), /trailing characters at line 1 column 7$/);
+  // An unpaired surrogate is no Unicode: refused as text, and as an object (whose JSON would
+  // escape it for the reader to refuse at a column of text nobody wrote), never replaced.
   refused(() => planner.validate('{"version": 1, "sites": [{"name": "x", "region": "eu\ud800"}]}'), /unpaired UTF-16 surrogate/);
-  assert.equal(planner.validate({ version: 1, sites: [{ name: 'x', kind: 'shared', region: 'eu\ud800' }] }).ok, false);
+  refused(
+    () => planner.validate({ version: 1, sites: [{ name: 'x', kind: 'shared', region: 'eu\ud800' }] }),
+    /^the document holds a string with an unpaired UTF-16 surrogate at key "region", which is not Unicode text$/,
+  );
+  refused(() => planner.validate({ version: 1, ['k\udc00']: 1 }), /a key with an unpaired UTF-16 surrogate/);
+  // What JSON.stringify would change unseen is refused: a Map or a Set (written as {}), a
+  // number that is not finite (null), a function, a symbol, undefined in a list (left out).
+  const pool = (extra) => ({ version: 1, pools: [{ name: 'p', site: 's', class: 'vps-host', ...extra }] });
+  refused(() => planner.plan(pool({ ownerQuota: new Map([['gpu', 8]]) }), exported), /^the document holds a Map at key "ownerQuota", which JSON.stringify writes as \{\}: give a plain object$/);
+  refused(() => planner.validate(pool({ offers: new Set() })), /holds a Set at key "offers"/);
+  refused(() => planner.validate(pool({ policy: { disruptionBudget: NaN } })), /^the document holds NaN at key "disruptionBudget", which is no JSON number$/);
+  refused(() => planner.validate(pool({ ownerQuota: { gpu: Infinity } })), /holds Infinity at key "gpu"/);
+  refused(() => planner.validate(pool({ gpuModel: () => 'L40S' })), /holds a function at key "gpuModel"/);
+  refused(() => planner.validate({ version: 1, sites: [undefined] }), /holds undefined at key "0"/);
+  refused(() => planner.canonicalJson({ a: Symbol('s') }), /^the JSON holds a symbol at key "a"/);
+  refused(() => planner.canonicalJson(NaN), /^the JSON holds NaN, which is no JSON number$/);
+  // An optional field left undefined is a field left out, as in TypeScript.
+  assert.equal(planner.validate(pool({ gpuModel: undefined, site: 's' })).ok, true);
+  // Options are a plain object: a prune of a prototype or a class getter would be left out.
+  refused(() => planner.plan(doc, exported, Object.create({ prune: true })), /^options: not a plain object/);
+  refused(() => planner.plan(doc, exported, new (class { get prune() { return true; } })()), /^options: not a plain object/);
+  assert.equal(planner.plan(doc, exported, Object.assign(Object.create(null), { prune: false })).planHash, planner.plan(doc, exported).planHash);
+  // A Proxy of a buffer is no buffer (read as one, it was empty bytes).
+  refused(() => planner.validate(new Proxy(new ArrayBuffer(8), {})), /^the document is an ArrayBuffer that cannot be read/);
+  refused(() => planner.validate(Object.create(ArrayBuffer.prototype)), /^the document is an ArrayBuffer that cannot be read/);
   // Bytes as an ArrayBuffer are bytes; values JSON.stringify writes are JSON.
   const bytes = new TextEncoder().encode(JSON.stringify(doc));
   assert.deepEqual(planner.validate(bytes.buffer), planner.validate(bytes));
@@ -181,6 +208,8 @@ test('the generated JSON Schema is the committed one, and agrees with the valida
   const accepted = [
     { version: 1, sites, pools: [{ name: 'p', site: 'fra', class: 'vps-host', providerAccount: null }] },
     { version: 1, sites, pools: [{ name: 'p', site: 'fra', class: 'vps-host', gpuModel: null, policy: null }] },
+    // White space is the schema's `\s`: U+0085 (NEL) is none.
+    { version: 1, sites: [{ name: 'fra', kind: 'shared', region: '\u0085' }] },
   ];
   for (const document of accepted) {
     assert.equal(planner.validate(document).ok, true, JSON.stringify(planner.validate(document)));
@@ -197,6 +226,8 @@ test('the generated JSON Schema is the committed one, and agrees with the valida
     { version: 1, flavors: [{ pool: 'p', name: 'f', vcpu: 0, memoryGiB: 1, diskGiB: 0 }] },
     { version: 1, providerAccounts: [{ name: 'c', provider: 'x', config: { apiToken: 'plain' } }] },
     { version: 1, sites: Array.from({ length: 1001 }, (_, i) => ({ name: `s${i}`, kind: 'shared', region: 'r' })) },
+    // ...and U+FEFF is.
+    { version: 1, sites: [{ name: 'fra', kind: 'shared', region: '\ufeff ' }] },
   ];
   for (const document of rejected) {
     assert.equal(planner.validate(document).ok, false, JSON.stringify(document).slice(0, 80));
@@ -256,6 +287,39 @@ test('plan refuses options that are not {prune?: boolean}', () => {
     () => planner.plan(doc, exported, { prune: 'yes' }),
     /options: invalid type: string "yes", expected a boolean.*; expected \{prune\?: boolean\}/,
   );
+});
+
+test('a Uint8Array that says another length is read as the bytes it holds', () => {
+  // The glue makes room for `length` bytes in wasm memory and copies the bytes the array
+  // really holds: a subclass or an own property saying less wrote past the room (a trap, and
+  // every later call trapped too), one saying more read what an earlier call left there. In
+  // a child process: were it to corrupt the module, the other tests would not go on with it.
+  const script = `
+    const planner = require(${JSON.stringify(join(here, '..', 'pkg-node', 'planner.js'))});
+    const bytes = (text) => new TextEncoder().encode(text);
+    class Short extends Uint8Array { get length() { return 1; } }
+    class Long extends Uint8Array { get length() { return 77; } }
+    const own = bytes('{"version":1,"sites":[]}');
+    Object.defineProperty(own, 'length', { value: 2 });
+    const answers = [];
+    const answer = (run) => { try { answers.push(run()); } catch (error) { answers.push(String(error)); } };
+    answer(() => planner.validate(new Short(bytes('{"version":1,"sites":[]}'))).ok);
+    answer(() => planner.validate(own).ok);
+    answer(() => planner.canonicalJson('[' + ' '.repeat(63) + '"TOP-SECRET"]'));
+    answer(() => planner.canonicalJson(new Long(bytes('[' + ' '.repeat(63)))));
+    answer(() => planner.canonicalJson(new Long(bytes('[1, 2]'))));
+    answer(() => planner.validate('{"version":1}').ok);
+    process.stdout.write(JSON.stringify(answers));
+  `;
+  const answers = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
+  assert.deepStrictEqual(answers, [
+    true,
+    true,
+    '["TOP-SECRET"]',
+    'Error: the JSON is not valid JSON: EOF while parsing a list at line 1 column 64',
+    '[1,2]',
+    true,
+  ]);
 });
 
 test('a JS exception while reading an argument is a plain Error naming it, and leaks no wasm memory', () => {
@@ -320,11 +384,11 @@ test('a JS exception while reading an argument is a plain Error naming it, and l
   `;
   const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
   assert.deepStrictEqual(out.thrown, [
-    'Error: the export is a detached ArrayBuffer (its bytes were transferred)',
+    'Error: the export is an ArrayBuffer that cannot be read (a proxy of one, or its bytes were transferred)',
     'Error: options: cannot be written as JSON; expected {prune?: boolean}',
-    'Error: the document is a detached ArrayBuffer (its bytes were transferred)',
+    'Error: the document is an ArrayBuffer that cannot be read (a proxy of one, or its bytes were transferred)',
     'Error: the document cannot be written as JSON',
-    'Error: the JSON is a detached ArrayBuffer (its bytes were transferred)',
+    'Error: the JSON is an ArrayBuffer that cannot be read (a proxy of one, or its bytes were transferred)',
     'Error: the document is a Uint8Array that cannot be read (a proxy of one, or its buffer was transferred)',
     'Error: the export is a Uint8Array that cannot be read (a proxy of one, or its buffer was transferred)',
   ]);

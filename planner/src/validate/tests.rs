@@ -720,6 +720,13 @@ fn free_text_has_1_to_200_characters() {
         r"sites[0].region: must not contain a NUL character (\u0000)",
     );
     check(&site(" eu-central "), "");
+    // White space as the schema's `\s` (ECMAScript's) means it, so an editor checking with
+    // the schema agrees: U+FEFF is white space there, U+0085 (NEL) is not.
+    check(
+        &site("\u{feff}\u{3000}\u{a0}"),
+        "sites[0].region: must not be only whitespace",
+    );
+    check(&site("\u{85}"), "");
     let long = "x".repeat(201);
     check(
         &format!(

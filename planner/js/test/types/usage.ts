@@ -51,3 +51,15 @@ void [wrong, site];
 const canonical: string = planner.canonicalJson('{"b":1,"a":2}');
 const schema: Record<string, unknown> = planner.documentSchema();
 void [canonical, schema, planner.canonicalHash('[]')];
+void planner.canonicalHash(exported.config);
+// @ts-expect-error: undefined is no JSON
+void planner.canonicalHash(undefined);
+
+// `null` for an optional field is the field left out, as the API reads it; null options are
+// no options.
+const withNulls: Document = {
+  version: 1,
+  sites: null,
+  pools: [{ name: 'p', site: 'fra', class: 'vps-host', gpuModel: null, policy: null, offers: null }],
+};
+void planner.plan(withNulls, exported, null);
