@@ -830,10 +830,6 @@ fn unexpected_without_value(text: &str) -> Option<(&'static str, &str)> {
     None
 }
 
-/// serde's message in the API's words: what the input expected as JSON says it (`a JSON
-/// object`, `an integer from 0 to 4294967295`), never as a Rust type (`struct TenantInput`,
-/// `u32`), and what it got as a JSON kind (`object`, `array`, `number`, not `map`,
-/// `sequence`, `floating point`). serde_json's place (` at line 1 column 5`) stays.
 /// `message` and serde_json's place that ends it (` at line <digits> column <digits>`), if any.
 fn split_place(message: &str) -> (&str, &str) {
     match message.rfind(" at line ") {
@@ -852,6 +848,10 @@ fn split_place(message: &str) -> (&str, &str) {
     }
 }
 
+/// serde's message in the API's words: what the input expected as JSON says it (`a JSON
+/// object`, `an integer from 0 to 4294967295`), never as a Rust type (`struct TenantInput`,
+/// `u32`), and what it got as a JSON kind (`object`, `array`, `number`, not `map`,
+/// `sequence`, `floating point`). serde_json's place (` at line 1 column 5`) stays.
 fn in_wire_terms(message: &str) -> String {
     let (text, place) = split_place(message);
     // A struct read from an array (serde allows it) is an array where an object is due.
