@@ -830,6 +830,39 @@ fn a_state_that_is_not_an_export_is_an_error() {
              FILE`): must be a JSON object (what fleet.export answers)\n"
         )
     );
+    // What is wrong inside is said at its path, in JSON's words, with its place; and the
+    // config must be version 1, as a document must.
+    let mut broken = export.clone();
+    broken["objects"][0]["revision"] = json!(-1);
+    sandbox.write("export.json", &broken);
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    let why = run
+        .stderr
+        .strip_prefix("error: export.json is not a saved export (write one with `fleet export --state FILE`): ")
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        why.starts_with("objects[0].revision: invalid value: integer `-1`, expected a non-negative integer at line "),
+        "{why}"
+    );
+    let mut broken = export.clone();
+    broken["config"]["version"] = json!(2);
+    sandbox.write("export.json", &broken);
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: export.json is not a saved export (write one with `fleet export --state \
+             FILE`): config.version: must be 1, not 2\n"
+        )
+    );
     sandbox.write("export.json", &export);
     let run = sandbox.run(
         &[

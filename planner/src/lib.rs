@@ -14,6 +14,7 @@
 //! - [`text`]: the model's strings, borrowed from the JSON they were read from.
 //! - [`map`]: the model's small maps, one sorted vector each.
 //! - [`canonical`]: RFC 8785 canonical JSON and SHA-256.
+//! - [`wire`]: serde's reads held to JSON's shapes, and its messages in JSON's words.
 
 #![warn(missing_docs)]
 
@@ -32,6 +33,7 @@ pub mod text;
 pub mod validate;
 #[cfg(feature = "wasm")]
 mod wasm;
+pub mod wire;
 
 // A plan allocates per item it reads and per change it writes: on wasm32, talc is faster
 // than the default dlmalloc there (6-9% of a maximal plan in Node) and smaller

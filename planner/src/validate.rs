@@ -144,17 +144,10 @@ pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
     let parsed = seed.deserialize(&mut de).and_then(|p| de.end().map(|()| p));
     let parsed = match parsed {
         Ok(parsed) => parsed,
-        // A number past a double's range (`1e309`, 400 digits) is JSON by RFC 8259's grammar,
-        // which leaves the range to implementations: a malformed value, reported at its path
-        // after the problems before it. serde_json stops there, so nothing after it is read.
-        // (Its error kinds are private; its message is the only way to tell this one.) The
-        // path places it: serde_json's place, where it stopped reading the number, would only
-        // disagree with the path's (and counts from the start of the text it was given, which
-        // the server's is not).
-        Err(err) if err.to_string().starts_with("number out of range") => {
-            walker.report(
-                "is a number out of range: a double holds at most about 1.8e308".to_owned(),
-            );
+        // A number past a double's range: reported at its path after the problems before it.
+        // serde_json stops there, so nothing after it is read.
+        Err(err) if crate::wire::is_out_of_range(&err) => {
+            walker.report(crate::wire::OUT_OF_RANGE.to_owned());
             return Err(Invalid {
                 problems: walker.problems,
             });

@@ -756,16 +756,10 @@ fn read_export(path: &Path) -> Result<Export<'static>, CliError> {
             path.display()
         ))
     };
+    // Its path and place, counted as a document's (the column in characters).
     Export::from_json(&bytes)
         .map(Export::into_owned)
-        .map_err(|err| {
-            // Its place, `at line L column C`, counted as a document's (the column in
-            // characters); only a failed read pays for the text's second look.
-            not_export(match planner::validate::json_text(&bytes) {
-                Ok(text) => planner::validate::json_error(text, &err),
-                Err(not_utf8) => not_utf8,
-            })
-        })
+        .map_err(|err| not_export(err.to_string()))
 }
 
 /// `PLAN_BLOCKED` when `plan` is blocked; `marked` as for [`blocked_error`].

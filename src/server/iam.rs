@@ -10,7 +10,7 @@ use super::api::Items;
 use super::db::{Tx, new_id, now_ms, random_token};
 use super::error::{ApiError, Code};
 use super::objects::Deleted;
-use serde::de::{self, Deserializer, Visitor};
+use planner::wire::{ObjectsOnly, in_wire_terms, path_of, split_place};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sqlx::{AnyConnection, Row as _};
@@ -467,212 +467,6 @@ pub fn parse_value<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, Ap
     serde_path_to_error::deserialize(ObjectsOnly(input)).map_err(path_error)
 }
 
-/// A deserializer that reads a struct from a JSON object only. serde reads a struct from an
-/// array of its fields in order too (`"policy": [0.5]` was a policy): an input's objects are
-/// objects, as their schemas say. Every other read is passed through, each nested value read
-/// through this again.
-struct ObjectsOnly<D>(D);
-
-/// Forwards the `deserialize_*` methods that take only a visitor.
-macro_rules! objects_only_forward {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-            self.0.$method(ObjectsOnly(visitor))
-        }
-    )*};
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectsOnly<D> {
-    type Error = D::Error;
-
-    objects_only_forward! {
-        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
-        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
-        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map
-        deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        // A map read refuses an array: `invalid type: sequence, expected struct ...`.
-        self.0.deserialize_map(ObjectsOnly(visitor))
-    }
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_unit_struct(name, ObjectsOnly(visitor))
-    }
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0
-            .deserialize_newtype_struct(name, ObjectsOnly(visitor))
-    }
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_tuple(len, ObjectsOnly(visitor))
-    }
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0
-            .deserialize_tuple_struct(name, len, ObjectsOnly(visitor))
-    }
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0
-            .deserialize_enum(name, variants, ObjectsOnly(visitor))
-    }
-    fn is_human_readable(&self) -> bool {
-        self.0.is_human_readable()
-    }
-}
-
-/// Forwards the `visit_*` methods that take a plain value.
-macro_rules! objects_only_visit {
-    ($($method:ident($t:ty))*) => {$(
-        fn $method<E: de::Error>(self, v: $t) -> Result<V::Value, E> {
-            self.0.$method(v)
-        }
-    )*};
-}
-
-/// The visitor of a value read by [`ObjectsOnly`]: what it holds is read the same way.
-impl<'de, V: Visitor<'de>> Visitor<'de> for ObjectsOnly<V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        self.0.expecting(f)
-    }
-    objects_only_visit! {
-        visit_bool(bool) visit_i8(i8) visit_i16(i16) visit_i32(i32) visit_i64(i64)
-        visit_i128(i128) visit_u8(u8) visit_u16(u16) visit_u32(u32) visit_u64(u64)
-        visit_u128(u128) visit_f32(f32) visit_f64(f64) visit_char(char) visit_str(&str)
-        visit_borrowed_str(&'de str) visit_string(String) visit_bytes(&[u8])
-        visit_borrowed_bytes(&'de [u8]) visit_byte_buf(Vec<u8>)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
-        self.0.visit_none()
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
-        self.0.visit_unit()
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
-        self.0.visit_some(ObjectsOnly(d))
-    }
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
-        self.0.visit_newtype_struct(ObjectsOnly(d))
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        self.0.visit_seq(ObjectsOnly(seq))
-    }
-    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.0.visit_map(ObjectsOnly(map))
-    }
-    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
-        self.0.visit_enum(ObjectsOnly(data))
-    }
-}
-
-impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for ObjectsOnly<A> {
-    type Error = A::Error;
-
-    fn next_element_seed<T: de::DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, A::Error> {
-        self.0.next_element_seed(ObjectsOnly(seed))
-    }
-    fn size_hint(&self) -> Option<usize> {
-        self.0.size_hint()
-    }
-}
-
-impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for ObjectsOnly<A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: de::DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        self.0.next_key_seed(ObjectsOnly(seed))
-    }
-    fn next_value_seed<T: de::DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<T::Value, A::Error> {
-        self.0.next_value_seed(ObjectsOnly(seed))
-    }
-    fn size_hint(&self) -> Option<usize> {
-        self.0.size_hint()
-    }
-}
-
-impl<'de, A: de::EnumAccess<'de>> de::EnumAccess<'de> for ObjectsOnly<A> {
-    type Error = A::Error;
-    type Variant = ObjectsOnly<A::Variant>;
-
-    fn variant_seed<T: de::DeserializeSeed<'de>>(
-        self,
-        seed: T,
-    ) -> Result<(T::Value, Self::Variant), A::Error> {
-        let (value, variant) = self.0.variant_seed(ObjectsOnly(seed))?;
-        Ok((value, ObjectsOnly(variant)))
-    }
-}
-
-impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for ObjectsOnly<A> {
-    type Error = A::Error;
-
-    fn unit_variant(self) -> Result<(), A::Error> {
-        self.0.unit_variant()
-    }
-    fn newtype_variant_seed<T: de::DeserializeSeed<'de>>(
-        self,
-        seed: T,
-    ) -> Result<T::Value, A::Error> {
-        self.0.newtype_variant_seed(ObjectsOnly(seed))
-    }
-    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
-        self.0.tuple_variant(len, ObjectsOnly(visitor))
-    }
-    fn struct_variant<V: Visitor<'de>>(
-        self,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, A::Error> {
-        self.0.struct_variant(fields, ObjectsOnly(visitor))
-    }
-}
-
-impl<'de, T: de::DeserializeSeed<'de>> de::DeserializeSeed<'de> for ObjectsOnly<T> {
-    type Value = T::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
-        self.0.deserialize(ObjectsOnly(d))
-    }
-}
-
 /// INVALID_INPUT at the first text of `input` holding a NUL character: PostgreSQL's text
 /// cannot hold one (the statement failed, a 500), and SQLite would store what PostgreSQL
 /// refuses. String maps stored as JSON (`config`, `env`; the document's too) are exempt: their
@@ -715,14 +509,9 @@ fn refuse_nul(input: &Value) -> Result<(), ApiError> {
 
 fn path_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let mut message = err.inner().to_string();
-    let mut path = document_path(err.path());
-    // A number past a double's range is JSON (RFC 8259 leaves the range to implementations):
-    // said at its path as a document's is, not as a syntax error's place.
-    if message.starts_with("number out of range") {
-        return ApiError::invalid(
-            path,
-            "is a number out of range: a double holds at most about 1.8e308",
-        );
+    let mut path = path_of(err.path());
+    if planner::wire::is_out_of_range(err.inner()) {
+        return ApiError::invalid(path, planner::wire::OUT_OF_RANGE);
     }
     // A value of the wrong kind or an unknown field is placed by its path; serde_json's
     // `at line L column C` would say where in the text it stopped reading, which for a GET is
@@ -743,24 +532,6 @@ fn path_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
         message = without_value(&message);
     }
     ApiError::invalid(path, in_wire_terms(&message))
-}
-
-/// A serde path written as the document's paths are (`pools[0].quota["nvidia.gpu"]`, the root
-/// ``), not as serde_path_to_error prints it (`quota.nvidia.gpu`, `.` and `?`).
-fn document_path(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut out = String::new();
-    for segment in path {
-        match segment {
-            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                planner::validate::push_key(&mut out, key)
-            }
-            // A key that could not be read (a truncated body): the problem is its object's.
-            Segment::Unknown => {}
-        }
-    }
-    out
 }
 
 /// True when the path ends in, or lies under, a secret-looking key: its message must not
@@ -828,122 +599,6 @@ fn unexpected_without_value(text: &str) -> Option<(&'static str, &str)> {
         }
     }
     None
-}
-
-/// `message` and serde_json's place that ends it (` at line <digits> column <digits>`), if any.
-fn split_place(message: &str) -> (&str, &str) {
-    match message.rfind(" at line ") {
-        Some(at)
-            if message[at + " at line ".len()..]
-                .split_once(" column ")
-                .is_some_and(|(line, column)| {
-                    [line, column]
-                        .iter()
-                        .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                }) =>
-        {
-            message.split_at(at)
-        }
-        _ => (message, ""),
-    }
-}
-
-/// serde's message in the API's words: what the input expected as JSON says it (`a JSON
-/// object`, `an integer from 0 to 4294967295`), never as a Rust type (`struct TenantInput`,
-/// `u32`), and what it got as a JSON kind (`object`, `array`, `number`, not `map`,
-/// `sequence`, `floating point`). serde_json's place (` at line 1 column 5`) stays.
-fn in_wire_terms(message: &str) -> String {
-    let (text, place) = split_place(message);
-    // A struct read from an array (serde allows it) is an array where an object is due.
-    if let Some(rest) = text.strip_prefix("invalid length ")
-        && rest.contains(", expected struct ")
-    {
-        return format!("invalid type: array, expected a JSON object{place}");
-    }
-    if text.starts_with("data did not match any variant of ") {
-        return format!("the value is none of the forms this field takes{place}");
-    }
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = text.strip_prefix(prefix)
-            && let Some(comma) = rest.rfind(", expected ")
-        {
-            let (got, expected) = (&rest[..comma], &rest[comma + ", expected ".len()..]);
-            let expected = expected_in_wire_terms(expected);
-            let got = got_in_wire_terms(got);
-            // A map where a name is due (serde's enums): an object, of the wrong type.
-            let prefix = if got == "object" && expected == "a string" {
-                "invalid type: "
-            } else {
-                prefix
-            };
-            return format!("{prefix}{got}, expected {expected}{place}");
-        }
-    }
-    message.to_owned()
-}
-
-/// serde's `Unexpected` kind as JSON names it (its value, if any, kept).
-fn got_in_wire_terms(got: &str) -> String {
-    for (serde, json) in [
-        ("map", "object"),
-        ("sequence", "array"),
-        ("floating point", "number"),
-        ("unit value", "null"),
-        ("unit", "null"),
-    ] {
-        if got == serde {
-            return json.to_owned();
-        }
-        if let Some(value) = got.strip_prefix(serde).filter(|v| v.starts_with(" `")) {
-            return format!("{json}{value}");
-        }
-    }
-    got.to_owned()
-}
-
-/// What serde's `expected` names (a Rust type, or a visitor's words), as JSON says it.
-fn expected_in_wire_terms(expected: &str) -> String {
-    let range = |min: i128, max: i128| format!("an integer from {min} to {max}");
-    match expected {
-        "u8" => range(0, u8::MAX.into()),
-        "u16" => range(0, u16::MAX.into()),
-        "u32" => range(0, u32::MAX.into()),
-        // A u64's real bound is often lower (stored as i64): no bound is stated.
-        "u64" | "u128" | "usize" => "a non-negative integer".to_owned(),
-        "i8" => range(i8::MIN.into(), i8::MAX.into()),
-        "i16" => range(i16::MIN.into(), i16::MAX.into()),
-        "i32" => range(i32::MIN.into(), i32::MAX.into()),
-        "i64" => range(i64::MIN.into(), i64::MAX.into()),
-        "i128" | "isize" => "an integer".to_owned(),
-        "f32" | "f64" => "a number".to_owned(),
-        "a map" => "a JSON object".to_owned(),
-        "a sequence" => "an array".to_owned(),
-        "a borrowed string" | "a character" | "a char" => "a string".to_owned(),
-        "unit" => "null".to_owned(),
-        // serde's enums of names (every enum of the inputs): a string, one of its names.
-        "string or map" | "map with a single key" | "variant identifier" | "field identifier" => {
-            "a string".to_owned()
-        }
-        _ => {
-            let words = [
-                ("struct variant ", "a JSON object"),
-                ("tuple variant ", "an array"),
-                ("tuple struct ", "an array"),
-                ("unit struct ", "null"),
-                ("newtype struct ", "a value"),
-                ("struct ", "a JSON object"),
-                ("internally tagged enum ", "a JSON object"),
-                ("adjacently tagged enum ", "a JSON object"),
-                ("enum ", "a string"),
-                ("tuple of ", "an array"),
-                ("an array of length ", "an array"),
-            ];
-            match words.iter().find(|(rust, _)| expected.starts_with(rust)) {
-                Some((_, json)) => (*json).to_owned(),
-                None => expected.to_owned(),
-            }
-        }
-    }
 }
 
 /// Checks a name: 1-63 of `a-z 0-9 . _ -`, starting with a letter or digit.

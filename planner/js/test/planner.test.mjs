@@ -132,6 +132,13 @@ test('arguments that are no JSON of the right shape are refused with a message, 
   refused(() => planner.validate(new Int8Array(2)), /must be JSON text, UTF-8 bytes/);
   refused(() => planner.plan(doc, ['root', 'usr_ops', { version: 1 }]), /the export: must be a JSON object \(what fleet.export answers\)/);
   refused(() => planner.plan(doc, exported, { Prune: true }), /options: unknown field `Prune`/);
+  // What is wrong inside an export is said at its path, in JSON's words, not Rust's.
+  refused(
+    () => planner.plan(doc, { ...exported, objects: [{ kind: 'site', name: 'a', revision: -1 }] }),
+    /^the export: objects\[0\]\.revision: invalid value: integer `-1`, expected a non-negative integer at line 1 column \d+$/,
+  );
+  refused(() => planner.plan(doc, { ...exported, config: { version: 2 } }), /^the export: config\.version: must be 1, not 2$/);
+  refused(() => planner.plan(doc, { ...exported, config: [1] }), /^the export: config: invalid type: array, expected a JSON object at line 1 column \d+$/);
   refused(() => planner.plan(doc, exported, [true]), /options: not an object/);
   // JSON.stringify writes a Map as {}: its prune would be dropped unseen.
   refused(() => planner.plan(doc, exported, new Map([['prune', true]])), /options: a Map or Set/);
