@@ -41,9 +41,35 @@ fn main() {
         }
         Some("native") => native(args.iter().any(|a| a == "--quick")),
         Some("profile") => {
-            let (desired, export) = fixture::pair(fixture::N, fixture::N);
+            // RUNS [DIR PRUNE]: the maximal pair with prune, or the pair `fixture` wrote into
+            // DIR (made natively first: under valgrind the fixture would take longer than the
+            // pipeline it feeds).
+            let (desired, export) = match arg(2) {
+                Some(dir) => {
+                    let read = |name: &str| {
+                        std::fs::read(std::path::Path::new(dir).join(name)).expect("reads the pair")
+                    };
+                    (read("document.json"), read("export.json"))
+                }
+                None => fixture::pair(fixture::N, fixture::N),
+            };
+            let prune = number(3, 1) == 1;
             for _ in 0..number(1, 3) {
-                black_box(pipeline(&desired, &export, PlanOptions { prune: true }));
+                black_box(pipeline(&desired, &export, PlanOptions { prune }));
+            }
+        }
+        Some("instructions") => {
+            // CURVE ITEMS DIR INCLUSIVE: one point of a scaling curve in instructions, from
+            // callgrind_annotate's inclusive counts of one `profile 1 DIR PRUNE`.
+            let usage = "instructions CURVE ITEMS DIR INCLUSIVE";
+            let curve = arg(1).expect(usage);
+            let items = number(2, fixture::N);
+            let read = |path: std::path::PathBuf| std::fs::read(path).expect("reads the file");
+            let export = read(std::path::Path::new(arg(3).expect(usage)).join("export.json"));
+            let objects = Export::from_json(&export).expect("parses").objects.len();
+            let inclusive = String::from_utf8(read(arg(4).expect(usage).into())).expect("text");
+            if let Some(row) = report::instruction_row(curve, items, objects, &inclusive) {
+                println!("{row}");
             }
         }
         Some("report") => {
@@ -70,7 +96,7 @@ fn main() {
             }
         }
         _ => {
-            eprintln!("usage: fleet-bench fixture|native|profile|hotspots|report ...");
+            eprintln!("usage: fleet-bench fixture|native|profile|instructions|hotspots|report ...");
             std::process::exit(2);
         }
     }

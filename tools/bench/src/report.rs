@@ -187,7 +187,11 @@ pub fn write(rows: &[Value], out: &Path, svg_dir: &Path) -> std::io::Result<()> 
             let _ = writeln!(md, "{about}\n");
         }
         if section == "scaling" {
-            scaling(&mut md, &ours, svg_dir, out)?;
+            let instructions: Vec<&Value> = rows
+                .iter()
+                .filter(|r| str_of(r, "section") == Some("scaling-instructions"))
+                .collect();
+            scaling(&mut md, &ours, &instructions, svg_dir, out)?;
             continue;
         }
         let measures: Vec<&&Value> = ours.iter().filter(|r| r.get("name").is_some()).collect();
@@ -236,7 +240,13 @@ pub fn write(rows: &[Value], out: &Path, svg_dir: &Path) -> std::io::Result<()> 
     std::fs::write(out, md)
 }
 
-fn scaling(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std::io::Result<()> {
+fn scaling(
+    md: &mut String,
+    rows: &[&Value],
+    instructions: &[&Value],
+    svg_dir: &Path,
+    out: &Path,
+) -> std::io::Result<()> {
     let mut curves: Vec<(String, Vec<&Value>)> = Vec::new();
     for r in rows {
         let name = str_of(r, "curve").unwrap_or("?").to_string();
@@ -251,7 +261,10 @@ fn scaling(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std:
          times; a point is the median of its three medians (its rounds run back to back, warm). \
          The exponent is the slope on log-log axes from 1,000 objects up, and over the last step \
          (the two largest points: where a quadratic lookup shows first, past the sizes the CPU's \
-         caches hold): 1 is linear; above 1.2 on the last step is flagged super-linear.\n\n",
+         caches hold): 1 is linear; above 1.2 on the last step is flagged super-linear. Under \
+         each curve, when the run had valgrind, its points in instructions (callgrind, one \
+         pipeline run per point): a count that no cache bends, so its growth is the \
+         algorithm's.\n\n",
     );
     for (name, points) in &curves {
         let _ = writeln!(md, "**{name}**\n");
@@ -287,6 +300,7 @@ fn scaling(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std:
             }
         }
         md.push('\n');
+        curve_instructions(md, name, instructions);
         series.push(Series {
             name: format!("plan: {name}"),
             points: plan_pts,
@@ -309,6 +323,69 @@ fn scaling(md: &mut String, rows: &[&Value], svg_dir: &Path, out: &Path) -> std:
     let rel = relative(&file, out);
     let _ = writeln!(md, "![Scaling curves]({rel})\n");
     Ok(())
+}
+
+/// The curve's points in instructions (callgrind), when the run counted them: unlike time,
+/// a count does not depend on what the CPU's caches hold, so its growth is the algorithm's.
+fn curve_instructions(md: &mut String, curve: &str, instructions: &[&Value]) {
+    let points: Vec<&&Value> = instructions
+        .iter()
+        .filter(|r| str_of(r, "curve") == Some(curve))
+        .collect();
+    if points.is_empty() {
+        return;
+    }
+    md.push_str("In instructions (callgrind, one run per point):\n\n| Items per list | Objects in the state | Plan | Validate + read export + plan + planHash |\n|---:|---:|---:|---:|\n");
+    let mut plan_pts = Vec::new();
+    let mut pipe_pts = Vec::new();
+    for p in &points {
+        let objects = num_of(p, "objects").unwrap_or_default();
+        let plan = num_of(p, "planIr").unwrap_or_default();
+        let pipe = num_of(p, "pipelineIr").unwrap_or_default();
+        plan_pts.push((objects, plan));
+        pipe_pts.push((objects, pipe));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            num_of(p, "items").unwrap_or_default(),
+            objects,
+            thousands(plan),
+            thousands(pipe)
+        );
+    }
+    for (what, pts) in [("plan", &plan_pts), ("pipeline", &pipe_pts)] {
+        if let (Some(e), Some(last)) = (exponent(pts, 1000.0), last_step_exponent(pts)) {
+            let flag = if last > 1.2 {
+                "**super-linear**"
+            } else {
+                "near-linear"
+            };
+            let _ = writeln!(
+                md,
+                "\n{what} instructions: growth exponent {e:.2} from 1,000 objects up, {last:.2} over the last step, {flag}."
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// The last-step growth exponent of a curve's instruction counts (`what`: `plan` or
+/// `pipeline`), when the run counted them.
+fn instruction_step(rows: &[Value], curve: &str, what: &str) -> Option<f64> {
+    let key = if what == "plan" {
+        "planIr"
+    } else {
+        "pipelineIr"
+    };
+    let points: Vec<(f64, f64)> = rows
+        .iter()
+        .filter(|r| {
+            str_of(r, "section") == Some("scaling-instructions")
+                && str_of(r, "curve") == Some(curve)
+        })
+        .filter_map(|r| Some((num_of(r, "objects")?, num_of(r, key)?)))
+        .collect();
+    last_step_exponent(&points)
 }
 
 /// `file`'s path from the folder of `from`, for a Markdown link (both under one root).
@@ -582,8 +659,15 @@ fn hot_spots(md: &mut String, rows: &[Value]) {
     for (name, plan, pipeline) in &curves {
         for (what, pts) in [("plan", plan), ("pipeline", pipeline)] {
             if let Some(e) = last_step_exponent(pts).filter(|e| *e > 1.2) {
+                let counted = match instruction_step(rows, name, what) {
+                    Some(c) if c <= 1.2 => format!(
+                        " Its instruction count grows with exponent {c:.2} over the same step: the work is linear; the time's steeper step is the memory hierarchy (the larger working set no longer fits the CPU's caches)."
+                    ),
+                    Some(c) => format!(" Its instruction count grows with exponent {c:.2} too."),
+                    None => String::new(),
+                };
                 findings.push(format!(
-                    "Super-linear: {what} time on the curve \"{name}\" grows with exponent {e:.2} over its last step (1 is linear)."
+                    "Super-linear: {what} time on the curve \"{name}\" grows with exponent {e:.2} over its last step (1 is linear).{counted}"
                 ));
             }
         }
@@ -710,10 +794,57 @@ pub fn stage_rows(inclusive: &str) -> Vec<Value> {
     out
 }
 
+/// One point of a scaling curve in instructions (section `scaling-instructions`), from
+/// callgrind_annotate's inclusive counts of one pipeline run collected alone (its program
+/// total is the pipeline's; `planner::plan::plan` is the plan's).
+pub fn instruction_row(
+    curve: &str,
+    items: usize,
+    objects: usize,
+    inclusive: &str,
+) -> Option<Value> {
+    let rows = hotspot_rows(inclusive, usize::MAX);
+    let pipeline = rows
+        .iter()
+        .find(|r| str_of(r, "section") == Some("hotspot-total"))
+        .and_then(|r| num_of(r, "ir"))?;
+    let plan = rows
+        .iter()
+        .find(|r| str_of(r, "function") == Some("planner::plan::plan"))
+        .and_then(|r| num_of(r, "ir"))?;
+    Some(
+        serde_json::json!({ "section": "scaling-instructions", "curve": curve, "items": items,
+                             "objects": objects, "planIr": plan, "pipelineIr": pipeline }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_scaling_point_in_instructions() {
+        let text = "--------\n142,871,160 (100.0%)  PROGRAM TOTALS\n\n--------\nIr  file:function\n\
+            142,871,160 (100.0%)  ???:fleet_bench::pipeline [/x/fleet-bench]\n\
+             35,002,745 (24.50%)  ???:planner::plan::plan [/x/fleet-bench]\n";
+        let row = instruction_row("c", 1000, 11800, text).unwrap();
+        assert_eq!(
+            row,
+            json!({ "section": "scaling-instructions", "curve": "c", "items": 1000, "objects": 11800,
+                    "planIr": 35_002_745.0, "pipelineIr": 142_871_160.0 })
+        );
+        assert_eq!(instruction_row("c", 1, 1, "nothing counted"), None);
+        let mut md = String::new();
+        let far = json!({ "section": "scaling-instructions", "curve": "c", "items": 1000, "objects": 1_000_000,
+                          "planIr": 4e10, "pipelineIr": 9e10 });
+        curve_instructions(&mut md, "c", &[&row, &far]);
+        assert!(
+            md.contains("| 1000 | 11800 | 35,002,745 | 142,871,160 |"),
+            "{md}"
+        );
+        assert!(md.contains("plan instructions: growth exponent 1.59 from 1,000 objects up, 1.59 over the last step, **super-linear**."), "{md}");
+    }
 
     #[test]
     fn reads_callgrind_annotate() {
