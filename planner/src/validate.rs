@@ -197,6 +197,7 @@ pub fn json_error(text: &str, err: &serde_json::Error) -> String {
     }
     let theirs = format!(" at line {} column {}", err.line(), err.column());
     let words = message.strip_suffix(&theirs).unwrap_or(&message);
+    let words = crate::wire::unpaired_surrogate(words).unwrap_or(words);
     match crate::locate::serde_place(text, err.line(), err.column()) {
         Some(at) => format!("{words} at line {} column {}", at.line, at.column),
         None => message,

@@ -243,12 +243,32 @@ pub fn path_of(path: &serde_path_to_error::Path) -> String {
     out
 }
 
+/// What an escaped UTF-16 surrogate without its pair is (`"\ud800"`, `"\udc00"`), in place of
+/// serde_json's words for it (without their place), which say neither: `unexpected end of hex
+/// escape` (a high surrogate not followed by `\u`) and `lone leading surrogate in hex escape` (a
+/// low one alone, or a high one followed by another escape, `\ud800\u0041`). JSON's grammar
+/// allows such an escape, but it stands for no character (RFC 8259, 8.2; I-JSON refuses it).
+/// `None` for any other message.
+pub fn unpaired_surrogate(words: &str) -> Option<&'static str> {
+    matches!(
+        words,
+        "unexpected end of hex escape" | "lone leading surrogate in hex escape"
+    )
+    .then_some(
+        "a \\u escape of a UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair: surrogates come \
+         in pairs, high then low, and one alone is no Unicode character",
+    )
+}
+
 /// serde's message in the API's words: what the input expected as JSON says it (`a JSON
 /// object`, `an integer from 0 to 4294967295`), never as a Rust type (`struct TenantInput`,
 /// `u32`), and what it got as a JSON kind (`object`, `array`, `number`, not `map`,
 /// `sequence`, `floating point`). serde_json's place (` at line 1 column 5`) stays.
 pub fn in_wire_terms(message: &str) -> String {
     let (text, place) = split_place(message);
+    if let Some(words) = unpaired_surrogate(text) {
+        return format!("{words}{place}");
+    }
     // A struct read from an array (serde allows it) is an array where an object is due.
     if let Some(rest) = text.strip_prefix("invalid length ")
         && rest.contains(", expected struct ")
@@ -401,6 +421,11 @@ mod tests {
                 "missing field `caller` at line 1 column 42",
             ),
             ("trailing characters", "trailing characters"),
+            (
+                "lone leading surrogate in hex escape at line 1 column 67",
+                "a \\u escape of a UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair: surrogates \
+                 come in pairs, high then low, and one alone is no Unicode character at line 1 column 67",
+            ),
         ] {
             assert_eq!(in_wire_terms(serde), json, "{serde}");
         }

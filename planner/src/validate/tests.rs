@@ -872,3 +872,23 @@ fn helpers() {
     assert!(is_secret_reference("secret://x") && !is_secret_reference("secret:/x"));
     assert!(is_resource("a") && !is_resource("_a") && !is_resource(""));
 }
+
+#[test]
+fn an_escaped_surrogate_without_its_pair_is_said_so() {
+    // serde_json says `unexpected end of hex escape` for the first and `lone leading
+    // surrogate` for the others, the second of a trailing one.
+    let unpaired = "a \\u escape of a UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair: \
+                    surrogates come in pairs, high then low, and one alone is no Unicode character";
+    for (escaped, column) in [(r"\ud800", 76), (r"\udc00", 75), (r"\ud800\u0041", 81)] {
+        let text = format!(
+            r#"{{"version": 1, "sites": [{{"name": "s", "kind": "shared", "region": "é{escaped}"}}]}}"#
+        );
+        check(
+            &text,
+            &format!(": the document is not valid JSON: {unpaired} at line 1 column {column}"),
+        );
+    }
+    // A pair is a character.
+    let text = r#"{"version": 1, "sites": [{"name": "s", "kind": "shared", "region": "\ud83d\ude00"}]}"#;
+    assert!(validate(text.as_bytes()).is_ok());
+}
