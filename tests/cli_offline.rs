@@ -791,17 +791,20 @@ fn completions_for_each_shell() {
 fn a_state_that_is_not_an_export_is_an_error() {
     let sandbox = Sandbox::new();
     sandbox.write("fleet.json", &seed_reviewed());
-    sandbox.write("export.json", &seed_reviewed());
-    let run = sandbox.run(
-        &["fleet", "plan", "fleet.json", "--state", "export.json"],
-        &[],
-    );
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stderr.starts_with("error: export.json is not a saved export (write one with `fleet export --state FILE`): "),
-        "{}",
+    // Why `fleet plan --state` refuses `state`, after the line's fixed start.
+    let refused = |state: &Value| -> String {
+        sandbox.write("export.json", state);
+        let run = sandbox.run(
+            &["fleet", "plan", "fleet.json", "--state", "export.json"],
+            &[],
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
         run.stderr
-    );
+            .strip_prefix("error: export.json is not a saved export (write one with `fleet export --state FILE`): ")
+            .unwrap_or_else(|| panic!("{}", run.stderr))
+            .to_owned()
+    };
+    refused(&seed_reviewed());
     // serde would read the export's fields from a list in their order: refused, as the
     // browser's planner refuses it.
     let export = export_of(&seed_before_review());
@@ -817,52 +820,22 @@ fn a_state_that_is_not_an_export_is_an_error() {
     .iter()
     .map(|k| export.get(*k).cloned().unwrap_or(json!([])))
     .collect();
-    sandbox.write("export.json", &Value::Array(fields));
-    let run = sandbox.run(
-        &["fleet", "plan", "fleet.json", "--state", "export.json"],
-        &[],
-    );
     assert_eq!(
-        (run.code, run.stderr.as_str()),
-        (
-            1,
-            "error: export.json is not a saved export (write one with `fleet export --state \
-             FILE`): must be a JSON object (what fleet.export answers)\n"
-        )
+        refused(&Value::Array(fields)),
+        "must be a JSON object (what fleet.export answers)\n"
     );
     // What is wrong inside is said at its path, in JSON's words, with its place; and the
     // config must be version 1, as a document must.
     let mut broken = export.clone();
     broken["objects"][0]["revision"] = json!(-1);
-    sandbox.write("export.json", &broken);
-    let run = sandbox.run(
-        &["fleet", "plan", "fleet.json", "--state", "export.json"],
-        &[],
-    );
-    assert_eq!(run.code, 1);
-    let why = run
-        .stderr
-        .strip_prefix("error: export.json is not a saved export (write one with `fleet export --state FILE`): ")
-        .unwrap_or_else(|| panic!("{}", run.stderr));
+    let why = refused(&broken);
     assert!(
         why.starts_with("objects[0].revision: invalid value: integer `-1`, expected a non-negative integer at line "),
         "{why}"
     );
     let mut broken = export.clone();
     broken["config"]["version"] = json!(2);
-    sandbox.write("export.json", &broken);
-    let run = sandbox.run(
-        &["fleet", "plan", "fleet.json", "--state", "export.json"],
-        &[],
-    );
-    assert_eq!(
-        (run.code, run.stderr.as_str()),
-        (
-            1,
-            "error: export.json is not a saved export (write one with `fleet export --state \
-             FILE`): config.version: must be 1, not 2\n"
-        )
-    );
+    assert_eq!(refused(&broken), "config.version: must be 1, not 2\n");
     sandbox.write("export.json", &export);
     let run = sandbox.run(
         &[

@@ -889,6 +889,7 @@ fn an_escaped_surrogate_without_its_pair_is_said_so() {
         );
     }
     // A pair is a character.
-    let text = r#"{"version": 1, "sites": [{"name": "s", "kind": "shared", "region": "\ud83d\ude00"}]}"#;
+    let text =
+        r#"{"version": 1, "sites": [{"name": "s", "kind": "shared", "region": "\ud83d\ude00"}]}"#;
     assert!(validate(text.as_bytes()).is_ok());
 }

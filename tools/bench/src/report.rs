@@ -268,37 +268,9 @@ fn scaling(
     );
     for (name, points) in &curves {
         let _ = writeln!(md, "**{name}**\n");
-        md.push_str("| Items per list | Objects in the state | Plan | Validate + read export + plan + planHash |\n|---:|---:|---:|---:|\n");
-        let mut plan_pts = Vec::new();
-        let mut pipe_pts = Vec::new();
-        for p in points {
-            let objects = num_of(p, "objects").unwrap_or_default();
-            let plan = num_of(p, "planMs").unwrap_or_default();
-            let pipe = num_of(p, "pipelineMs").unwrap_or_default();
-            plan_pts.push((objects, plan));
-            pipe_pts.push((objects, pipe));
-            let _ = writeln!(
-                md,
-                "| {} | {} | {:.3} ms | {:.3} ms |",
-                num_of(p, "items").unwrap_or_default(),
-                objects,
-                plan,
-                pipe
-            );
-        }
-        for (what, pts) in [("plan", &plan_pts), ("pipeline", &pipe_pts)] {
-            if let (Some(e), Some(last)) = (exponent(pts, 1000.0), last_step_exponent(pts)) {
-                let flag = if last > 1.2 {
-                    "**super-linear**"
-                } else {
-                    "near-linear"
-                };
-                let _ = writeln!(
-                    md,
-                    "\n{what}: growth exponent {e:.2} from 1,000 objects up, {last:.2} over the last step, {flag}."
-                );
-            }
-        }
+        let (plan_pts, pipe_pts) = curve_table(md, points, ["planMs", "pipelineMs"], "", |ms| {
+            format!("{ms:.3} ms")
+        });
         md.push('\n');
         curve_instructions(md, name, instructions);
         series.push(Series {
@@ -328,20 +300,45 @@ fn scaling(
 /// The curve's points in instructions (callgrind), when the run counted them: unlike time,
 /// a count does not depend on what the CPU's caches hold, so its growth is the algorithm's.
 fn curve_instructions(md: &mut String, curve: &str, instructions: &[&Value]) {
-    let points: Vec<&&Value> = instructions
+    let points: Vec<&Value> = instructions
         .iter()
+        .copied()
         .filter(|r| str_of(r, "curve") == Some(curve))
         .collect();
     if points.is_empty() {
         return;
     }
-    md.push_str("In instructions (callgrind, one run per point):\n\n| Items per list | Objects in the state | Plan | Validate + read export + plan + planHash |\n|---:|---:|---:|---:|\n");
+    md.push_str("In instructions (callgrind, one run per point):\n\n");
+    curve_table(
+        md,
+        &points,
+        ["planIr", "pipelineIr"],
+        " instructions",
+        thousands,
+    );
+    md.push('\n');
+}
+
+/// A curve's points: (objects, value).
+type Points = Vec<(f64, f64)>;
+
+/// One curve's table (a row per point: items, objects, then the plan's and the pipeline's
+/// values under `keys`, written by `cell`) and its growth lines (`plan{what}: growth exponent
+/// ...`). Answers the plan's and the pipeline's points.
+fn curve_table(
+    md: &mut String,
+    points: &[&Value],
+    keys: [&str; 2],
+    what: &str,
+    cell: fn(f64) -> String,
+) -> (Points, Points) {
+    md.push_str("| Items per list | Objects in the state | Plan | Validate + read export + plan + planHash |\n|---:|---:|---:|---:|\n");
     let mut plan_pts = Vec::new();
     let mut pipe_pts = Vec::new();
-    for p in &points {
+    for p in points {
         let objects = num_of(p, "objects").unwrap_or_default();
-        let plan = num_of(p, "planIr").unwrap_or_default();
-        let pipe = num_of(p, "pipelineIr").unwrap_or_default();
+        let plan = num_of(p, keys[0]).unwrap_or_default();
+        let pipe = num_of(p, keys[1]).unwrap_or_default();
         plan_pts.push((objects, plan));
         pipe_pts.push((objects, pipe));
         let _ = writeln!(
@@ -349,11 +346,11 @@ fn curve_instructions(md: &mut String, curve: &str, instructions: &[&Value]) {
             "| {} | {} | {} | {} |",
             num_of(p, "items").unwrap_or_default(),
             objects,
-            thousands(plan),
-            thousands(pipe)
+            cell(plan),
+            cell(pipe)
         );
     }
-    for (what, pts) in [("plan", &plan_pts), ("pipeline", &pipe_pts)] {
+    for (stage, pts) in [("plan", &plan_pts), ("pipeline", &pipe_pts)] {
         if let (Some(e), Some(last)) = (exponent(pts, 1000.0), last_step_exponent(pts)) {
             let flag = if last > 1.2 {
                 "**super-linear**"
@@ -362,11 +359,11 @@ fn curve_instructions(md: &mut String, curve: &str, instructions: &[&Value]) {
             };
             let _ = writeln!(
                 md,
-                "\n{what} instructions: growth exponent {e:.2} from 1,000 objects up, {last:.2} over the last step, {flag}."
+                "\n{stage}{what}: growth exponent {e:.2} from 1,000 objects up, {last:.2} over the last step, {flag}."
             );
         }
     }
-    md.push('\n');
+    (plan_pts, pipe_pts)
 }
 
 /// The last-step growth exponent of a curve's instruction counts (`what`: `plan` or
