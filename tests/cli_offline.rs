@@ -835,7 +835,26 @@ fn a_state_that_is_not_an_export_is_an_error() {
     );
     let mut broken = export.clone();
     broken["config"]["version"] = json!(2);
-    assert_eq!(refused(&broken), "config.version: must be 1, not 2\n");
+    let why = refused(&broken);
+    assert!(
+        why.starts_with("config.version: must be 1, not 2 at line "),
+        "{why}"
+    );
+    // A byte order mark is said as a document's is.
+    let mut marked = b"\xEF\xBB\xBF".to_vec();
+    marked.extend(serde_json::to_vec(&export).unwrap());
+    std::fs::write(sandbox.path("export.json"), marked).unwrap();
+    let run = sandbox.run(
+        &["fleet", "plan", "fleet.json", "--state", "export.json"],
+        &[],
+    );
+    assert!(
+        run.stderr.ends_with(
+            ": starts with a UTF-8 byte order mark; save it without one at line 1 column 1\n"
+        ),
+        "{}",
+        run.stderr
+    );
     sandbox.write("export.json", &export);
     let run = sandbox.run(
         &[

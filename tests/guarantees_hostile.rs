@@ -1725,6 +1725,18 @@ async fn input_errors_name_no_rust_type(db: Db) {
             r#"{"tenantId":"root","siteId":"s","class":7}"#,
             "invalid type: integer `7`, expected a string",
         ),
+        // serde_json reads an enum from `{"name": null}` too: a name is a string, and a null
+        // is a null, not a place that holds no value.
+        (
+            "site.create",
+            r#"{"tenantId":"root","kind":{"shared":null},"region":"eu"}"#,
+            "invalid type: object, expected a string",
+        ),
+        (
+            "sandboxTemplate.create",
+            r#"{"tenantId":"root","poolId":"p","name":"t","imageId":"i","flavorId":"f","network":null}"#,
+            "invalid type: null, expected a string",
+        ),
         (
             "webhook.create",
             r#"{"tenantId":"root","url":"https://example.com/hook","events":{}}"#,

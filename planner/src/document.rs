@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Document<'a> {
     /// Always 1.
+    #[serde(deserialize_with = "version_one")]
     #[schemars(transform = crate::schema::version_one)]
     pub version: u32,
     /// Sites, by name.
@@ -39,6 +40,31 @@ pub struct Document<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1000))]
     pub sandbox_templates: Option<Vec<SandboxTemplate<'a>>>,
+}
+
+/// `version` as serde's derive reads it (an export's config): 1, however written (`1.0` and
+/// `1e0` too, as [`crate::validate()`] takes it); another number is refused in its words.
+fn version_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    struct One;
+    impl serde::de::Visitor<'_> for One {
+        type Value = u32;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("1")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u32, E> {
+            self.visit_f64(v as f64)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u32, E> {
+            self.visit_f64(v as f64)
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u32, E> {
+            match v == 1.0 {
+                true => Ok(1),
+                false => Err(E::custom(format_args!("must be 1, not {v}"))),
+            }
+        }
+    }
+    d.deserialize_any(One)
 }
 
 /// A site: where pools live. Its kind and region never change, and it is never deleted.

@@ -102,8 +102,12 @@ impl<'a> Export<'a> {
     /// list of its fields too), and the config is version 1. What it refuses is said as the
     /// server says a method's input is wrong: at its path, in JSON's words.
     pub fn from_json(bytes: &'a [u8]) -> Result<Export<'a>, ExportError> {
-        // A list gets its own sentence: it is the one shape a person is likely to try.
-        // (Empty text is left to serde_json, which says where it ended.)
+        // A byte order mark, then a list, get sentences of their own: serde_json would say
+        // `expected value` of the first and `invalid type` of the second. (Empty text is left
+        // to serde_json, which says where it ended.)
+        if bytes.starts_with(b"\xEF\xBB\xBF") {
+            return Err(ExportError::at_root(crate::validate::BYTE_ORDER_MARK));
+        }
         if bytes.trim_ascii_start().first().is_some_and(|&b| b != b'{') {
             return Err(ExportError::at_root(
                 "must be a JSON object (what fleet.export answers)",
@@ -111,16 +115,9 @@ impl<'a> Export<'a> {
         }
         let text = crate::validate::json_text(bytes).map_err(ExportError::at_root)?;
         let mut de = serde_json::Deserializer::from_str(text);
-        let export = Export::deserialize(ObjectsOnly(&mut de))
+        Export::deserialize(ObjectsOnly(&mut de))
             .and_then(|export| de.end().map(|()| export))
-            .map_err(|err| ExportError::explain(text, err))?;
-        if export.config.version != 1 {
-            return Err(ExportError {
-                path: "config.version".to_owned(),
-                message: format!("must be 1, not {}", export.config.version),
-            });
-        }
-        Ok(export)
+            .map_err(|err| ExportError::explain(text, err))
     }
 
     /// Reads an export from a JSON value, borrowing its strings from it.
@@ -203,8 +200,8 @@ impl OfferedPool<'_> {
 }
 
 /// Why bytes are not an export: where, and what, as the server words a method input's
-/// problem (`objects[3].revision: invalid value: integer `-1`, expected a non-negative
-/// integer at line 1 column 104`).
+/// problem (``objects[3].revision: invalid value: integer `-1`, expected a non-negative
+/// integer at line 1 column 104``).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}{}{message}", if path.is_empty() { "" } else { ": " })]
 pub struct ExportError {
@@ -226,19 +223,20 @@ impl ExportError {
 
     /// Reads `text` again, keeping track of where it is, to say where `err` happened: a
     /// second read, paid only by an export that cannot be read.
-    fn explain(text: &str, err: serde_json::Error) -> Self {
+    fn explain(text: &str, first: serde_json::Error) -> Self {
         let mut de = serde_json::Deserializer::from_str(text);
         let again = serde_path_to_error::deserialize::<_, Export>(ObjectsOnly(&mut de))
             .map(|_| ())
-            .map_err(|err| (path_of(err.path()), err.into_inner()));
+            .map_err(|found| (path_of(found.path()), found.into_inner()));
         let (path, err) = match again.and_then(|()| de.end().map_err(|e| (String::new(), e))) {
             Err(found) => found,
             // Both reads are the same: not reached, and the first error is still the answer.
-            Ok(()) => (String::new(), err),
+            Ok(()) => (String::new(), first),
         };
-        let message = match is_out_of_range(&err) {
-            true => OUT_OF_RANGE.to_owned(),
-            false => in_wire_terms(&crate::validate::json_error(text, &err)),
+        let message = if is_out_of_range(&err) {
+            OUT_OF_RANGE.to_owned()
+        } else {
+            in_wire_terms(&crate::validate::json_error(text, &err))
         };
         ExportError { path, message }
     }
@@ -367,7 +365,27 @@ mod tests {
         let owned = |path: &str, message: &str| (path.to_owned(), message.to_owned());
         assert_eq!(
             case(r#""config": {"version": 2}}"#),
-            owned("config.version", "must be 1, not 2")
+            owned("config.version", "must be 1, not 2 at line 1 column 63")
+        );
+        // 1 however written, as a document's: `1.0`, `1e0`.
+        for one in ["1.0", "1e0"] {
+            let text = format!(r#"{HEAD}"config": {{"version": {one}}}}}"#);
+            assert_eq!(
+                Export::from_json(text.as_bytes()).unwrap().config.version,
+                1
+            );
+        }
+        assert_eq!(
+            case(r#""config": {"version": 1.5}}"#),
+            owned("config.version", "must be 1, not 1.5 at line 1 column 65")
+        );
+        // A name is a string: not the map serde_json would read an enum from.
+        assert_eq!(
+            case(r#""config": {"version": 1}, "missing": [{"sites": null}]}"#),
+            owned(
+                "missing[0]",
+                "invalid type: object, expected a string at line 1 column 79"
+            )
         );
         assert_eq!(
             case(
@@ -411,6 +429,10 @@ mod tests {
         assert_eq!(
             refused(r#"["acme"]"#),
             owned("", "must be a JSON object (what fleet.export answers)")
+        );
+        assert_eq!(
+            refused(&format!("\u{feff}{HEAD}\"config\": {{\"version\": 1}}}}")),
+            owned("", crate::validate::BYTE_ORDER_MARK)
         );
         let err = Export::from_json(br#"{"tenantId": 1}"#).unwrap_err();
         assert_eq!(

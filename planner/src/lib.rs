@@ -44,7 +44,7 @@ mod allocator;
 pub use calls::Call;
 pub use canonical::{PlanHash, canonicalize, sha256_hex};
 pub use document::Document;
-pub use export::{Export, Kind, Section};
+pub use export::{Export, ExportError, Kind, Section};
 pub use fleet::{Fleet, FleetError};
 pub use map::Map;
 pub use plan::{Action, Change, Plan, PlanOptions, Summary, plan, plan_hash};

@@ -111,6 +111,11 @@ fn is_space(c: char) -> bool {
     (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
 }
 
+/// What JSON text that starts with a UTF-8 byte order mark is told, placed as serde_json places
+/// its errors (the document's problem, a saved export's refusal).
+pub const BYTE_ORDER_MARK: &str =
+    "starts with a UTF-8 byte order mark; save it without one at line 1 column 1";
+
 /// Parses and validates a document given as JSON bytes (duplicate keys are problems too).
 pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
     // serde_json would say "expected value at line 1 column 1", which does not say what is
@@ -120,9 +125,7 @@ pub fn validate(bytes: &[u8]) -> Result<Document<'_>, Invalid> {
         return Err(Invalid {
             problems: vec![Problem {
                 path: String::new(),
-                message: "the document starts with a UTF-8 byte order mark; save it without one \
-                          at line 1 column 1"
-                    .to_owned(),
+                message: format!("the document {BYTE_ORDER_MARK}"),
             }],
         });
     }
@@ -200,7 +203,7 @@ pub fn json_error(text: &str, err: &serde_json::Error) -> String {
     let words = crate::wire::unpaired_surrogate(words).unwrap_or(words);
     match crate::locate::serde_place(text, err.line(), err.column()) {
         Some(at) => format!("{words} at line {} column {}", at.line, at.column),
-        None => message,
+        None => format!("{words}{theirs}"),
     }
 }
 

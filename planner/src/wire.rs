@@ -2,8 +2,10 @@
 //!
 //! The server's method inputs and a saved export (the CLI's `--state`, the JS package's
 //! `plan`) are read by serde's derive, whose messages speak Rust (`expected struct Document`,
-//! `u64`, `sequence`) and whose structs accept arrays. What is here makes both readers refuse
-//! the same things and say so the same way: one wording, written once.
+//! `u64`, `sequence`) and whose structs accept arrays and enums maps. What is here makes both
+//! readers refuse the same things in the same words: one wording, written once. (Where a
+//! problem is placed is each reader's: the server's `details.path` names a missing field, a
+//! saved export's refusal names the object that lacks it.)
 
 use serde::de::{self, Deserializer, Visitor};
 
@@ -88,15 +90,39 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectsOnly<D> {
     }
     fn deserialize_enum<V: Visitor<'de>>(
         self,
-        name: &'static str,
-        variants: &'static [&'static str],
+        _name: &'static str,
+        _variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, D::Error> {
-        self.0
-            .deserialize_enum(name, variants, ObjectsOnly(visitor))
+        // Every enum read through here is a name (`kind`, `network`, `missing`'s items): a
+        // string. serde_json's enum read would take `{"shared": null}` for `"shared"` too,
+        // and say `expected value` of a null or a number, at a place that holds one.
+        self.0.deserialize_any(Named(visitor))
     }
     fn is_human_readable(&self) -> bool {
         self.0.is_human_readable()
+    }
+}
+
+/// The visitor of an enum read as its name ([`ObjectsOnly`]'s enums): a string, handed to the
+/// enum's own visitor as a unit variant; anything else is of the wrong type.
+struct Named<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Named<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.0.visit_enum(de::value::StrDeserializer::new(v))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.0
+            .visit_enum(de::value::BorrowedStrDeserializer::new(v))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.visit_str(&v)
     }
 }
 
@@ -471,6 +497,62 @@ mod tests {
             )
         );
         assert_eq!(read("[1]").unwrap_err().0, "");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Site {
+        kind: crate::document::SiteKind,
+    }
+
+    #[test]
+    fn an_enum_is_read_from_its_name_only() {
+        let from_text = |text: &str| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            serde_path_to_error::deserialize::<_, Site>(ObjectsOnly(&mut de))
+                .map(|site| site.kind)
+                .map_err(|e| {
+                    (
+                        path_of(e.path()),
+                        in_wire_terms(&e.into_inner().to_string()),
+                    )
+                })
+        };
+        let from_value = |text: &str| {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            serde_path_to_error::deserialize::<_, Site>(ObjectsOnly(value))
+                .map(|site| site.kind)
+                .map_err(|e| {
+                    (
+                        path_of(e.path()),
+                        in_wire_terms(&e.into_inner().to_string()),
+                    )
+                })
+        };
+        let shared = crate::document::SiteKind::Shared;
+        assert_eq!(from_text(r#"{"kind": "shared"}"#), Ok(shared));
+        assert_eq!(from_value(r#"{"kind": "shared"}"#), Ok(shared));
+        // serde_json alone reads the externally tagged form too.
+        assert!(serde_json::from_str::<Site>(r#"{"kind": {"shared": null}}"#).is_ok());
+        for (text, got) in [
+            (r#"{"kind": {"shared": null}}"#, "object"),
+            (r#"{"kind": null}"#, "null"),
+            (r#"{"kind": 5}"#, "integer `5`"),
+            (r#"{"kind": ["shared"]}"#, "array"),
+        ] {
+            let wrong = format!("invalid type: {got}, expected a string");
+            let (path, message) = from_text(text).unwrap_err();
+            assert_eq!(path, "kind");
+            assert!(
+                message.starts_with(&format!("{wrong} at line 1 column ")),
+                "{message}"
+            );
+            assert_eq!(from_value(text), Err(("kind".to_owned(), wrong)));
+        }
+        assert_eq!(
+            from_value(r#"{"kind": "x"}"#).unwrap_err().1,
+            "unknown variant `x`, expected `shared` or `dedicated`"
+        );
     }
 
     #[test]

@@ -137,7 +137,8 @@ test('arguments that are no JSON of the right shape are refused with a message, 
     () => planner.plan(doc, { ...exported, objects: [{ kind: 'site', name: 'a', revision: -1 }] }),
     /^the export: objects\[0\]\.revision: invalid value: integer `-1`, expected a non-negative integer at line 1 column \d+$/,
   );
-  refused(() => planner.plan(doc, { ...exported, config: { version: 2 } }), /^the export: config\.version: must be 1, not 2$/);
+  refused(() => planner.plan(doc, { ...exported, config: { version: 2 } }), /^the export: config\.version: must be 1, not 2 at line 1 column \d+$/);
+  refused(() => planner.plan(doc, { ...exported, missing: [{ sites: null }] }), /^the export: missing\[0\]: invalid type: object, expected a string at line 1 column \d+$/);
   refused(() => planner.plan(doc, { ...exported, config: [1] }), /^the export: config: invalid type: array, expected a JSON object at line 1 column \d+$/);
   refused(() => planner.plan(doc, exported, [true]), /options: not an object/);
   // JSON.stringify writes a Map as {}: its prune would be dropped unseen.

@@ -68,8 +68,13 @@ fn main() {
             let export = read(std::path::Path::new(arg(3).expect(usage)).join("export.json"));
             let objects = Export::from_json(&export).expect("parses").objects.len();
             let inclusive = String::from_utf8(read(arg(4).expect(usage).into())).expect("text");
-            if let Some(row) = report::instruction_row(curve, items, objects, &inclusive) {
-                println!("{row}");
+            // No row is a failure: the script notes the point as not counted.
+            match report::instruction_row(curve, items, objects, &inclusive) {
+                Some(row) => println!("{row}"),
+                None => {
+                    eprintln!("no count of the pipeline and planner::plan::plan in the file");
+                    std::process::exit(1);
+                }
             }
         }
         Some("report") => {

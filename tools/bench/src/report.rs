@@ -374,7 +374,7 @@ fn instruction_step(rows: &[Value], curve: &str, what: &str) -> Option<f64> {
     } else {
         "pipelineIr"
     };
-    let points: Vec<(f64, f64)> = rows
+    let points: Points = rows
         .iter()
         .filter(|r| {
             str_of(r, "section") == Some("scaling-instructions")
@@ -636,7 +636,7 @@ fn hot_spots(md: &mut String, rows: &[Value]) {
         }
     }
     // Per curve: its name, then its plan and pipeline points.
-    type Curve<'a> = (&'a str, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    type Curve<'a> = (&'a str, Points, Points);
     let mut curves: Vec<Curve> = Vec::new();
     for r in rows
         .iter()
