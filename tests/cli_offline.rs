@@ -848,6 +848,7 @@ fn a_state_that_is_not_an_export_is_an_error() {
         &["fleet", "plan", "fleet.json", "--state", "export.json"],
         &[],
     );
+    assert_eq!(run.code, 1);
     assert!(
         run.stderr.ends_with(
             ": starts with a UTF-8 byte order mark; save it without one at line 1 column 1\n"

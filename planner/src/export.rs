@@ -102,9 +102,9 @@ impl<'a> Export<'a> {
     /// list of its fields too), and the config is version 1. What it refuses is said as the
     /// server says a method's input is wrong: at its path, in JSON's words.
     pub fn from_json(bytes: &'a [u8]) -> Result<Export<'a>, ExportError> {
-        // A byte order mark, then a list, get sentences of their own: serde_json would say
-        // `expected value` of the first and `invalid type` of the second. (Empty text is left
-        // to serde_json, which says where it ended.)
+        // A byte order mark, then anything but an object (a list, most likely), get sentences
+        // of their own: serde_json would say `expected value` of the first and `invalid type`
+        // of the second. (Empty text is left to serde_json, which says where it ended.)
         if bytes.starts_with(b"\xEF\xBB\xBF") {
             return Err(ExportError::at_root(crate::validate::BYTE_ORDER_MARK));
         }

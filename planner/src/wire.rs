@@ -2,7 +2,7 @@
 //!
 //! The server's method inputs and a saved export (the CLI's `--state`, the JS package's
 //! `plan`) are read by serde's derive, whose messages speak Rust (`expected struct Document`,
-//! `u64`, `sequence`) and whose structs accept arrays and enums maps. What is here makes both
+//! `u64`, `sequence`), whose structs accept arrays, and whose enums maps. What is here makes both
 //! readers refuse the same things in the same words: one wording, written once. (Where a
 //! problem is placed is each reader's: the server's `details.path` names a missing field, a
 //! saved export's refusal names the object that lacks it.)
@@ -21,10 +21,12 @@ pub fn is_out_of_range(err: &serde_json::Error) -> bool {
     err.to_string().starts_with("number out of range")
 }
 
-/// A deserializer that reads a struct from a JSON object only. serde reads a struct from an
-/// array of its fields in order too (`"policy": [0.5]` was a policy): an input's objects are
-/// objects, as their schemas say. Every other read is passed through, each nested value read
-/// through this again.
+/// A deserializer that reads a struct from a JSON object only, and an enum from its name (a
+/// string) only. serde reads a struct from an array of its fields in order too (`"policy":
+/// [0.5]` was a policy), and an enum from `{"shared": null}`: an input's objects are objects,
+/// and its names strings, as their schemas say. Every other read is passed through, each
+/// nested value read through this again. Every enum read through it must be a set of names
+/// (unit variants): one whose variants carry data would be refused, `expected a string`.
 pub struct ObjectsOnly<D>(pub D);
 
 /// Forwards the `deserialize_*` methods that take only a visitor.
@@ -167,9 +169,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for ObjectsOnly<V> {
     fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         self.0.visit_map(ObjectsOnly(map))
     }
-    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
-        self.0.visit_enum(ObjectsOnly(data))
-    }
 }
 
 impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for ObjectsOnly<A> {
@@ -203,43 +202,6 @@ impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for ObjectsOnly<A> {
     }
     fn size_hint(&self) -> Option<usize> {
         self.0.size_hint()
-    }
-}
-
-impl<'de, A: de::EnumAccess<'de>> de::EnumAccess<'de> for ObjectsOnly<A> {
-    type Error = A::Error;
-    type Variant = ObjectsOnly<A::Variant>;
-
-    fn variant_seed<T: de::DeserializeSeed<'de>>(
-        self,
-        seed: T,
-    ) -> Result<(T::Value, Self::Variant), A::Error> {
-        let (value, variant) = self.0.variant_seed(ObjectsOnly(seed))?;
-        Ok((value, ObjectsOnly(variant)))
-    }
-}
-
-impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for ObjectsOnly<A> {
-    type Error = A::Error;
-
-    fn unit_variant(self) -> Result<(), A::Error> {
-        self.0.unit_variant()
-    }
-    fn newtype_variant_seed<T: de::DeserializeSeed<'de>>(
-        self,
-        seed: T,
-    ) -> Result<T::Value, A::Error> {
-        self.0.newtype_variant_seed(ObjectsOnly(seed))
-    }
-    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
-        self.0.tuple_variant(len, ObjectsOnly(visitor))
-    }
-    fn struct_variant<V: Visitor<'de>>(
-        self,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, A::Error> {
-        self.0.struct_variant(fields, ObjectsOnly(visitor))
     }
 }
 
