@@ -46,7 +46,7 @@ pub struct Document<'a> {
 /// `1e0` too, as [`crate::validate()`] takes it); another number is refused in its words.
 fn version_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     struct One;
-    impl serde::de::Visitor<'_> for One {
+    impl<'de> serde::de::Visitor<'de> for One {
         type Value = u32;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("1")
@@ -58,10 +58,27 @@ fn version_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> 
             self.visit_f64(v as f64)
         }
         fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u32, E> {
-            match v == 1.0 {
-                true => Ok(1),
-                false => Err(E::custom(format_args!("must be 1, not {v}"))),
+            if v == 1.0 {
+                Ok(1)
+            } else {
+                Err(E::custom(format_args!("must be 1, not {v}")))
             }
+        }
+        // What is no number is named as the validator names it.
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<u32, E> {
+            Err(E::custom("must be 1, not a string"))
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<u32, E> {
+            Err(E::custom("must be 1, not true or false"))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<u32, E> {
+            Err(E::custom("must be 1, not null"))
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<u32, A::Error> {
+            Err(serde::de::Error::custom("must be 1, not a list"))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<u32, A::Error> {
+            Err(serde::de::Error::custom("must be 1, not an object"))
         }
     }
     d.deserialize_any(One)

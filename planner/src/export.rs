@@ -379,6 +379,18 @@ mod tests {
             case(r#""config": {"version": 1.5}}"#),
             owned("config.version", "must be 1, not 1.5 at line 1 column 65")
         );
+        for (version, got) in [
+            (r#""1""#, "a string"),
+            ("null", "null"),
+            ("true", "true or false"),
+            ("[1]", "a list"),
+            (r#"{"v": 1}"#, "an object"),
+        ] {
+            let (path, message) = case(&format!(r#""config": {{"version": {version}}}}}"#));
+            assert_eq!(path, "config.version");
+            let said = format!("must be 1, not {got} at line 1 column ");
+            assert!(message.starts_with(&said), "{message}");
+        }
         // A name is a string: not the map serde_json would read an enum from.
         assert_eq!(
             case(r#""config": {"version": 1}, "missing": [{"sites": null}]}"#),
