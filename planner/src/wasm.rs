@@ -71,6 +71,9 @@ export interface Summary { create: number; update: number; delete: number; uncha
 export interface Plan { changes: Change[]; calls: Call[]; summary: Summary; planHash: string }
 /** Thrown by `plan` for a document that does not validate. */
 export interface InvalidInputError extends Error { code: "INVALID_INPUT"; problems: Problem[] }
+/** Thrown by `plan` for an export it cannot read: where (`objects[0].revision`; empty for the
+ * whole export), and in its message what, with its place. */
+export interface ExportError extends Error { path: string }
 "#;
 
 /// Validates a document. Answers `{ok: true, document}` with the document as the planner
@@ -218,8 +221,15 @@ fn json_bytes(value: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
     js_json_bytes(value, what, false)
 }
 
-fn read_export(bytes: &[u8]) -> Result<Export<'_>, JsError> {
-    Export::from_json(bytes).map_err(|e| JsError::new(&format!("the export: {e}")))
+/// The export, or an Error naming it with the problem's `path` as a property (an empty one
+/// for the whole export), for tools that point at the value.
+fn read_export(bytes: &[u8]) -> Result<Export<'_>, JsValue> {
+    Export::from_json(bytes).map_err(|e| {
+        let error = js_sys::Error::new(&format!("the export: {e}"));
+        // Setting a property on a fresh Error object cannot fail.
+        let _ = Reflect::set(&error, &"path".into(), &e.path.as_str().into());
+        error.into()
+    })
 }
 
 /// `JSON.parse` of the serialization: one native call instead of one per field.

@@ -137,6 +137,12 @@ test('arguments that are no JSON of the right shape are refused with a message, 
     () => planner.plan(doc, { ...exported, objects: [{ kind: 'site', name: 'a', revision: -1 }] }),
     /^the export: objects\[0\]\.revision: invalid value: integer `-1`, expected a non-negative integer at line 1 column \d+$/,
   );
+  // ...and names the path, for tools that point at the value.
+  assert.throws(
+    () => planner.plan(doc, { ...exported, objects: [{ kind: 'site', name: 'a', revision: -1 }] }),
+    (error) => error.path === 'objects[0].revision',
+  );
+  assert.throws(() => planner.plan(doc, '[]'), (error) => error.path === '');
   refused(() => planner.plan(doc, { ...exported, config: { version: 2 } }), /^the export: config\.version: must be 1, not 2 at line 1 column \d+$/);
   refused(() => planner.plan(doc, { ...exported, missing: [{ sites: null }] }), /^the export: missing\[0\]: invalid type: object, expected a string at line 1 column \d+$/);
   refused(() => planner.plan(doc, { ...exported, config: [1] }), /^the export: config: invalid type: array, expected a JSON object at line 1 column \d+$/);

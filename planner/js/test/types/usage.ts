@@ -1,7 +1,7 @@
 // Compiled by `tsc -p test/types` (part of `npm test`), never run: the package's TypeScript
 // types must accept what the README shows and refuse what the API refuses.
 import * as planner from '../../pkg-node/planner.js';
-import type { Change, Document, Export, Plan, Problem, ValidateResult } from '../../pkg-node/planner.js';
+import type { Change, Document, Export, ExportError, Plan, Problem, ValidateResult } from '../../pkg-node/planner.js';
 
 declare const bytes: Uint8Array;
 declare const exported: Export;
@@ -46,6 +46,14 @@ planner.validate(42);
 // @ts-expect-error: a site's kind is shared or dedicated
 const site: Document = { version: 1, sites: [{ name: 'x', kind: 'cloud', region: 'r' }] };
 void [wrong, site];
+
+// An export that cannot be read: the path of its problem.
+try {
+  planner.plan(doc, '{}');
+} catch (error) {
+  const at: string = (error as ExportError).path;
+  void at;
+}
 
 // The helpers.
 const canonical: string = planner.canonicalJson('{"b":1,"a":2}');
