@@ -3,8 +3,9 @@
 //! unchanged.
 
 use crate::document::Document;
+use crate::locate::Place;
 use crate::text::Text;
-use crate::wire::{OUT_OF_RANGE, ObjectsOnly, in_wire_terms, is_out_of_range, path_of};
+use crate::wire::{OUT_OF_RANGE, ObjectsOnly, in_wire_terms, is_out_of_range};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -221,24 +222,80 @@ impl ExportError {
         }
     }
 
-    /// Reads `text` again, keeping track of where it is, to say where `err` happened: a
-    /// second read, paid only by an export that cannot be read.
-    fn explain(text: &str, first: serde_json::Error) -> Self {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let again = serde_path_to_error::deserialize::<_, Export>(ObjectsOnly(&mut de))
-            .map(|_| ())
-            .map_err(|found| (path_of(found.path()), found.into_inner()));
-        let (path, err) = match again.and_then(|()| de.end().map_err(|e| (String::new(), e))) {
-            Err(found) => found,
-            // Both reads are the same: not reached, and the first error is still the answer.
-            Ok(()) => (String::new(), first),
-        };
+    /// Says where `err` happened: the path of the value serde_json was reading at the place it
+    /// names (the text is walked up to it, not read again through every type).
+    fn explain(text: &str, err: serde_json::Error) -> Self {
+        let path = Self::path_at(text, &err);
         let message = if is_out_of_range(&err) {
             OUT_OF_RANGE.to_owned()
         } else {
             in_wire_terms(&crate::validate::json_error(text, &err))
         };
         ExportError { path, message }
+    }
+
+    /// The path of what `err` is about, from where serde_json stopped: the value it was
+    /// reading, or the object or list that holds it (its holder) when the words say the
+    /// holder was at fault. The path serde_path_to_error gives, without a second read
+    /// (`paths_agree_with_serde_path_to_error` holds the two to each other).
+    ///
+    /// serde_json stops past a value it read and refused, before a list or an object it
+    /// refused at a look at its first byte, past the `{` or `[` (and the spaces after it) of
+    /// one a visitor refused, past the end of an object that lacks a field, past a key it does
+    /// not know, and one byte past text that is not JSON.
+    fn path_at(text: &str, err: &serde_json::Error) -> String {
+        use serde_json::error::Category;
+        let Some(line) = crate::locate::line_start(text, err.line()) else {
+            return String::new();
+        };
+        let words = err.to_string();
+        let said = |start: &str| words.starts_with(start);
+        let mut at = line + err.column();
+        if err.classify() == Category::Syntax {
+            // Where the text stops being JSON: the byte before the place.
+            at = at.saturating_sub(1);
+        }
+        let (mut path, parent, place) = crate::locate::stop_at(text, at);
+        let holder = match err.classify() {
+            Category::Data => match place {
+                // A list's first element, or the list refused after its `[`: the element when
+                // the words name what it is (a list's `[[1]]` reads the same either way).
+                Place::Start {
+                    first: true,
+                    container,
+                } => {
+                    let kind = match text.as_bytes().get(at) {
+                        Some(b'[') => "invalid type: sequence",
+                        _ => "invalid type: map",
+                    };
+                    !(container && said(kind))
+                }
+                // A key repeated is its object's problem; an unknown one, the key's.
+                Place::Key => said("duplicate field"),
+                Place::Between { pending, .. } => pending,
+                Place::Value | Place::Start { .. } => false,
+            },
+            Category::Eof => match place {
+                Place::Value => {
+                    said("EOF while parsing an object") || said("EOF while parsing a list")
+                }
+                Place::Key => true,
+                // A list that ends after a `,` or its `[` (not after an object's `"key":`).
+                Place::Between { pending, in_list } => pending && in_list,
+                Place::Start { .. } => false,
+            },
+            Category::Syntax | Category::Io => match place {
+                // After a value: what comes next is its holder's to say.
+                Place::Value => said("expected `,` or") || said("trailing"),
+                Place::Key => !said("control character") && !said("invalid escape"),
+                Place::Between { pending, in_list } => pending && in_list && said("trailing comma"),
+                Place::Start { .. } => false,
+            },
+        };
+        if holder {
+            path.truncate(parent);
+        }
+        path
     }
 }
 
@@ -451,5 +508,180 @@ mod tests {
             err.to_string(),
             "tenantId: invalid type: integer `1`, expected a string at line 1 column 14"
         );
+    }
+}
+
+/// The export reader's paths against serde_path_to_error's, which reads the text again
+/// through every type to know where it is (what `ExportError::explain` did before it walked
+/// the text to serde_json's place instead): every value of the golden exports replaced by
+/// values of every other kind, fields taken away, added and repeated, and the text cut short
+/// or broken at many places.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod paths {
+    use super::*;
+    use serde_json::Value;
+
+    /// What serde_path_to_error says, or `None` when the text reads as an export.
+    fn tracked(text: &str) -> Option<String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let read = serde_path_to_error::deserialize::<_, Export>(ObjectsOnly(&mut de));
+        match read {
+            Err(found) => Some(crate::wire::path_of(found.path())),
+            Ok(_) => de.end().err().map(|_| String::new()),
+        }
+    }
+
+    /// Every path of a value, as the validator writes them, with an object's keys.
+    fn paths(value: &Value, path: String, out: &mut Vec<(String, Vec<String>)>) {
+        let mut keys = Vec::new();
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let mut p = path.clone();
+                    crate::validate::push_key(&mut p, k);
+                    paths(v, p, out);
+                    keys.push(k.clone());
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    paths(v, format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push((path, keys));
+    }
+
+    /// The golden cases' distinct exports without spaces, and the two largest as written
+    /// (indented: a stop after spaces).
+    fn exports() -> Vec<String> {
+        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+        let mut pretty = Vec::new();
+        for entry in std::fs::read_dir(golden).expect("reads the golden cases") {
+            let file = entry.expect("an entry").path().join("export.json");
+            if let Ok(text) = std::fs::read_to_string(file) {
+                pretty.push(text);
+            }
+        }
+        pretty.sort_by_key(|t| std::cmp::Reverse(t.len()));
+        pretty.dedup();
+        let mut texts: Vec<String> = pretty
+            .iter()
+            .map(|t| {
+                let value: Value = serde_json::from_str(t).expect("golden exports are JSON");
+                serde_json::to_string(&value).expect("writes")
+            })
+            .collect();
+        assert!(texts.len() >= 8, "the golden cases have exports");
+        texts.extend(pretty.into_iter().take(2));
+        texts
+    }
+
+    fn splice(text: &str, at: std::ops::Range<usize>, with: &str) -> String {
+        format!("{}{with}{}", &text[..at.start], &text[at.end..])
+    }
+
+    /// Reads every text `edit` makes of each export: where both refuse it, the paths agree.
+    fn agree(edit: impl Fn(&str, &mut dyn FnMut(String))) {
+        let mut cases = 0;
+        let mut differ = Vec::new();
+        let mut check = |text: String| {
+            let Some(theirs) = tracked(&text) else { return };
+            let err = Export::from_json(text.as_bytes()).expect_err("both refuse it");
+            let ours = err.path;
+            cases += 1;
+            // The one place that reads two ways: a list whose first element is a list, where
+            // a list's element or a name is due, is refused at that element either way (after
+            // the outer `[`, or at a look at the inner one): said at the element.
+            let either =
+                ours == format!("{theirs}[0]") && err.message.starts_with("invalid type: array");
+            if ours != theirs && !either {
+                differ.push(format!(
+                    "{ours:?} != {theirs:?}: {}, in {text}",
+                    err.message
+                ));
+            }
+        };
+        for text in exports() {
+            edit(&text, &mut check);
+        }
+        assert!(cases > 5_000, "{cases} cases");
+        assert!(
+            differ.is_empty(),
+            "{} of {cases} differ:\n{}",
+            differ.len(),
+            differ[..differ.len().min(40)].join("\n")
+        );
+    }
+
+    #[test]
+    fn paths_of_values_and_fields_agree_with_serde_path_to_error() {
+        const VALUES: &[&str] = &[
+            r#""x""#,
+            "-1",
+            "1.5",
+            "1e999",
+            "null",
+            "true",
+            "[]",
+            "[ ]",
+            "[1]",
+            "[ 1 ]",
+            "[[1]]",
+            r#"[{"a": 1}]"#,
+            r#"["x"]"#,
+            "{}",
+            r#"{"a": 1}"#,
+            r#"{"version": 1}"#,
+            r#""\ud800""#,
+        ];
+        agree(|text, check| {
+            let value: Value = serde_json::from_str(text).expect("JSON");
+            let mut all = Vec::new();
+            paths(&value, String::new(), &mut all);
+            for (path, keys) in &all {
+                let at = crate::locate::locate(text, path).expect("locates");
+                for with in VALUES {
+                    check(splice(text, at.start..at.end, with));
+                }
+                // Objects: a field taken away, one added, one repeated.
+                if text.as_bytes()[at.start] == b'{' {
+                    let open = at.start + 1;
+                    check(splice(text, open..open, r#""zz": 1, "#));
+                    for key in keys {
+                        let mut p = path.clone();
+                        crate::validate::push_key(&mut p, key);
+                        let field = crate::locate::locate(text, &p).expect("locates");
+                        let key_at = text[..field.start].rfind(&format!("\"{key}\"")).unwrap();
+                        let rest = &text[field.end..];
+                        let end = field.end + rest.len() - rest.trim_start().len();
+                        if text.as_bytes()[end] == b',' {
+                            check(splice(text, key_at..end + 1, ""));
+                        }
+                        let repeat = format!("{}, ", &text[key_at..field.end]);
+                        check(splice(text, open..open, &repeat));
+                    }
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn paths_of_text_that_is_not_json_agree_with_serde_path_to_error() {
+        agree(|text, check| {
+            // Text cut short, a byte taken away, a byte put in: at every third place of a
+            // compact text, every 7th of a pretty one.
+            let step = if text.contains('\n') { 7 } else { 3 };
+            for at in (1..text.len()).filter(|i| i % step == 0 && text.is_char_boundary(*i)) {
+                check(text[..at].to_owned());
+                if text.is_char_boundary(at + 1) {
+                    check(splice(text, at..at + 1, ""));
+                    check(splice(text, at..at, "x"));
+                    check(splice(text, at..at, "]"));
+                    check(splice(text, at..at, ","));
+                }
+            }
+        });
     }
 }

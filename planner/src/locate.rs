@@ -263,8 +263,173 @@ pub(crate) fn serde_place(text: &str, line: usize, column: usize) -> Option<Loca
     Some(location(text, start, start))
 }
 
+/// What a JSON reader was at when it stopped at a byte of the text: see [`stop_at`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Inside a value's token (a string it had not finished), or just past its end.
+    Value,
+    /// At the first byte of a value; `first` when it is a list's first element, `container`
+    /// when it opens a list or an object.
+    Start { first: bool, container: bool },
+    /// In or just past a key, or after it before its `:`; the path names the key's value.
+    Key,
+    /// Between tokens. `pending` when the path names a value still to come (after `"key":`, or
+    /// after a list's `[` or `,`: `in_list`), otherwise it names the object or list being read.
+    Between { pending: bool, in_list: bool },
+}
+
+/// Where a JSON reader stopped: the path of the value it was reading when it reached byte
+/// `at` of `text`, written as the validator writes paths, the length of its parent's path in
+/// it, and what it was at. Only the text before `at` is read (and the byte at it), so text that
+/// is not JSON past the stop does not matter; text that is not JSON before it stops the walk
+/// there. serde_json names a place, not a path; the export reader turns one into the other
+/// with this, where serde_path_to_error would read the text a second time through every type
+/// (a second copy of the reader's code in the JS package's `.wasm`).
+pub(crate) fn stop_at(text: &str, at: usize) -> (String, usize, Place) {
+    #[derive(PartialEq)]
+    enum Expect {
+        Value,
+        Key,
+        Colon,
+        Next,
+    }
+    /// A list or an object being read: where its own path ends, and a list's next index.
+    struct Open {
+        list: bool,
+        base: usize,
+        index: usize,
+    }
+    /// A value starts: in a list, its index is its path's last step (an object's key is
+    /// there already).
+    fn begin(path: &mut String, open: &[Open]) {
+        if let Some(o) = open.last().filter(|o| o.list) {
+            path.truncate(o.base);
+            path.push_str(&format!("[{}]", o.index));
+        }
+    }
+    /// Where the walk stops between tokens (or at text that is not JSON).
+    fn between(mut path: String, open: &[Open], expect: &Expect) -> (String, usize, Place) {
+        let base = open.last().map_or(0, |o| o.base);
+        let in_list = open.last().is_some_and(|o| o.list);
+        match expect {
+            Expect::Colon => (path, base, Place::Key),
+            Expect::Value if !open.is_empty() => {
+                begin(&mut path, open);
+                let pending = true;
+                (path, base, Place::Between { pending, in_list })
+            }
+            _ => {
+                path.truncate(base);
+                let (pending, in_list) = (false, false);
+                (path, parent_of(open), Place::Between { pending, in_list })
+            }
+        }
+    }
+    /// The length of the path of what holds the innermost open list or object.
+    fn parent_of(open: &[Open]) -> usize {
+        open.len().checked_sub(2).map_or(0, |i| open[i].base)
+    }
+    let bytes = text.as_bytes();
+    let at = at.min(bytes.len());
+    let mut path = String::new();
+    let mut open: Vec<Open> = Vec::new();
+    let mut expect = Expect::Value;
+    let mut i = 0;
+    loop {
+        let base = open.last().map_or(0, |o| o.base);
+        i = skip_space(bytes, i);
+        if i >= at {
+            if i == at
+                && expect == Expect::Value
+                && bytes.get(i).is_some_and(|b| !b"]},:".contains(b))
+            {
+                begin(&mut path, &open);
+                let first = open.last().is_some_and(|o| o.list && o.index == 0);
+                let container = matches!(bytes[i], b'{' | b'[');
+                return (path, base, Place::Start { first, container });
+            }
+            return between(path, &open, &expect);
+        }
+        match (&expect, bytes[i]) {
+            (Expect::Value, b'{' | b'[') => {
+                begin(&mut path, &open);
+                let list = bytes[i] == b'[';
+                open.push(Open {
+                    list,
+                    base: path.len(),
+                    index: 0,
+                });
+                expect = if list { Expect::Value } else { Expect::Key };
+                i += 1;
+            }
+            // A list or an object that ends (empty, or after a value or a trailing comma).
+            (_, b']' | b'}') if open.last().is_some_and(|o| o.list == (bytes[i] == b']')) => {
+                let closed = open.pop().expect("checked");
+                path.truncate(closed.base);
+                i += 1;
+                expect = Expect::Next;
+                if i == at {
+                    let parent = open.last().map_or(0, |o| o.base);
+                    return (path, parent, Place::Value);
+                }
+            }
+            (Expect::Value, b) if !b"]},:".contains(&b) => {
+                begin(&mut path, &open);
+                let end = match b {
+                    b'"' => string_end(bytes, i).unwrap_or(bytes.len()),
+                    _ => {
+                        i + bytes[i..]
+                            .iter()
+                            .position(|b| b",]}: \t\n\r".contains(b))
+                            .unwrap_or(bytes.len() - i)
+                    }
+                };
+                if end >= at {
+                    return (path, base, Place::Value);
+                }
+                i = end;
+                expect = Expect::Next;
+            }
+            (Expect::Key, b'"') => {
+                // A key the stop cuts (text that is not JSON in it) is not read.
+                let end = string_end(bytes, i).filter(|&end| end <= at);
+                let key = end.and_then(|end| unescape(&text[i..end]));
+                path.truncate(base);
+                match (end, key) {
+                    (Some(end), Some(key)) => {
+                        crate::validate::push_key(&mut path, &key);
+                        if end >= at {
+                            return (path, base, Place::Key);
+                        }
+                        i = end;
+                        expect = Expect::Colon;
+                    }
+                    _ => {
+                        let (pending, in_list) = (false, false);
+                        let place = Place::Between { pending, in_list };
+                        return (path, parent_of(&open), place);
+                    }
+                }
+            }
+            (Expect::Colon, b':') => {
+                i += 1;
+                expect = Expect::Value;
+            }
+            (Expect::Next, b',') if !open.is_empty() => {
+                let o = open.last_mut().expect("checked");
+                path.truncate(o.base);
+                o.index += 1;
+                expect = if o.list { Expect::Value } else { Expect::Key };
+                i += 1;
+            }
+            // Text that is not JSON: the reader stopped at it, or before.
+            _ => return between(path, &open, &expect),
+        }
+    }
+}
+
 /// Where line `line` (from 1; 0 is the first) of `text` starts.
-fn line_start(text: &str, line: usize) -> Option<usize> {
+pub(crate) fn line_start(text: &str, line: usize) -> Option<usize> {
     match line {
         0 | 1 => Some(0),
         n => Some(
