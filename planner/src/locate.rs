@@ -744,4 +744,54 @@ mod tests {
         let at = locate_problem(&text, vcpu).unwrap();
         assert_eq!(&text[at.start..at.end], "-1");
     }
+
+    #[test]
+    fn a_stop_names_the_value_read_there() {
+        let text = r#"{"a": [1, {"b c": "x"}], "d": tru"#;
+        let stop = |at: usize| stop_at(text, at);
+        // Just past `1`: the list's first element, held by `a`.
+        assert_eq!(stop(8), ("a[0]".into(), 1, Place::Value));
+        // At `{`, the list's second element starts.
+        let second = Place::Start {
+            first: false,
+            container: true,
+        };
+        assert_eq!(stop(10), ("a[1]".into(), 1, second));
+        // Past a key that is no plain name: its path is written as the validator writes it.
+        assert_eq!(stop(16), ("a[1][\"b c\"]".into(), 4, Place::Key));
+        // Past the list's `]`: the list, held by the document.
+        assert_eq!(stop(23), ("a".into(), 0, Place::Value));
+        // After `"d":`, before a value; at its first byte; inside the unfinished `tru`.
+        let pending = Place::Between {
+            pending: true,
+            in_list: false,
+        };
+        assert_eq!(stop(29), ("d".into(), 0, pending));
+        let scalar = Place::Start {
+            first: false,
+            container: false,
+        };
+        assert_eq!(stop(30), ("d".into(), 0, scalar));
+        assert_eq!(stop(text.len()), ("d".into(), 0, Place::Value));
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod stops {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text, any place (past its end too, or inside a character): a path, and a
+        /// parent that is a part of it.
+        #[test]
+        fn a_stop_anywhere_in_any_text_has_a_path(
+            text in r#"[\[\]{}",:\\ 0-9a-zé€\n]{0,40}"#,
+            at in 0usize..50,
+        ) {
+            let (path, parent, _) = stop_at(&text, at);
+            prop_assert!(parent <= path.len());
+            prop_assert!(path.is_char_boundary(parent));
+        }
+    }
 }
