@@ -236,8 +236,8 @@ impl ExportError {
 
     /// The path of what `err` is about, from where serde_json stopped: the value it was
     /// reading, or the object or list that holds it (its holder) when the words say the
-    /// holder was at fault. The path serde_path_to_error gives, without a second read
-    /// (`paths_agree_with_serde_path_to_error` holds the two to each other).
+    /// holder was at fault. The path serde_path_to_error gives, without a second read (the
+    /// tests `paths::*_agree_with_serde_path_to_error` hold the two to each other).
     ///
     /// serde_json stops past a value it read and refused, before a list or an object it
     /// refused at a look at its first byte, past the `{` or `[` (and the spaces after it) of
