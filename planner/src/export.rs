@@ -240,9 +240,13 @@ impl ExportError {
     /// tests `paths::*_agree_with_serde_path_to_error` hold the two to each other).
     ///
     /// serde_json stops past a value it read and refused, before a list or an object it
-    /// refused at a look at its first byte, past the `{` or `[` (and the spaces after it) of
-    /// one a visitor refused, past the end of an object that lacks a field, past a key it does
-    /// not know, and one byte past text that is not JSON.
+    /// refused at a look at its first byte, past the `{` or `[` (and the spaces after it; past
+    /// the `]` or `}` of an empty one) of one a visitor refused, past the end of an object that
+    /// lacks a field, past a key it does not know (and the spaces after it), and one byte past
+    /// text that is not JSON. One case reads two ways, and is said at the element: a list whose
+    /// first element is a list, where a name is due (`"kind": [["site"]]`: serde_path_to_error
+    /// says `kind`, this `kind[0]`), since a list refused after its `[` and its element refused
+    /// at a look stop at the same byte with the same words.
     fn path_at(text: &str, err: &serde_json::Error) -> String {
         use serde_json::error::Category;
         let Some(line) = crate::locate::line_start(text, err.line()) else {
@@ -287,7 +291,7 @@ impl ExportError {
             Category::Syntax | Category::Io => match place {
                 // After a value: what comes next is its holder's to say.
                 Place::Value => said("expected `,` or") || said("trailing"),
-                Place::Key => !said("control character") && !said("invalid escape"),
+                Place::Key => true,
                 Place::Between { pending, in_list } => pending && in_list && said("trailing comma"),
                 Place::Start { .. } => false,
             },
@@ -553,8 +557,8 @@ mod paths {
         out.push((path, keys));
     }
 
-    /// The golden cases' distinct exports without spaces, and the two largest as written
-    /// (indented: a stop after spaces).
+    /// The golden cases' distinct exports without spaces, the two largest as written
+    /// (indented: a stop after spaces), and one of them with CRLF line ends and tabs.
     fn exports() -> Vec<String> {
         let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
         let mut pretty = Vec::new();
@@ -575,6 +579,9 @@ mod paths {
             .collect();
         assert!(texts.len() >= 8, "the golden cases have exports");
         texts.extend(pretty.into_iter().take(2));
+        // Lines that end in CRLF, and tabs for spaces.
+        let crlf = texts.last().expect("an export").replace('\n', "\r\n\t");
+        texts.push(crlf);
         texts
     }
 

@@ -271,7 +271,8 @@ pub(crate) enum Place {
     /// At the first byte of a value; `first` when it is a list's first element, `container`
     /// when it opens a list or an object.
     Start { first: bool, container: bool },
-    /// In or just past a key, or after it before its `:`; the path names the key's value.
+    /// Just past a key, or after it up to its `:`; the path names the key's value. (A stop
+    /// inside a key is `Between`, naming its object: the key was not read.)
     Key,
     /// Between tokens. `pending` when the path names a value still to come (after `"key":`, or
     /// after a list's `[` or `,`: `in_list`), otherwise it names the object or list being read.
@@ -786,7 +787,7 @@ mod stops {
         /// parent that is a part of it.
         #[test]
         fn a_stop_anywhere_in_any_text_has_a_path(
-            text in r#"[\[\]{}",:\\ 0-9a-zé€\n]{0,40}"#,
+            text in r#"[\[\]{}",:\\ \t\r0-9a-zé€\n]{0,40}"#,
             at in 0usize..50,
         ) {
             let (path, parent, _) = stop_at(&text, at);
