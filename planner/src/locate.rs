@@ -405,11 +405,7 @@ pub(crate) fn stop_at(text: &str, at: usize) -> (String, usize, Place) {
                         i = end;
                         expect = Expect::Colon;
                     }
-                    _ => {
-                        let (pending, in_list) = (false, false);
-                        let place = Place::Between { pending, in_list };
-                        return (path, parent_of(&open), place);
-                    }
+                    _ => return between(path, &open, &expect),
                 }
             }
             (Expect::Colon, b':') => {
