@@ -78,6 +78,34 @@ for (const name of validationCases) {
   });
 }
 
+test('validate answers the document as read, parsed when first read, then a plain data property', () => {
+  for (const name of planCases) {
+    const text = read(join(goldenDir, name), 'document.json').toString('utf8');
+    const result = planner.validate(new Uint8Array(Buffer.from(text)));
+    assert.equal(result.ok, true, name);
+    assert.deepStrictEqual(Object.keys(result), ['ok', 'document']);
+    // Until read, `document` is an accessor; reading it once makes it a data property.
+    assert.equal(typeof Object.getOwnPropertyDescriptor(result, 'document').get, 'function');
+    // The golden documents hold no nulls: the document as the planner reads it is the input.
+    assert.deepStrictEqual(result.document, JSON.parse(text), name);
+    const settled = Object.getOwnPropertyDescriptor(result, 'document');
+    assert.equal(settled.get, undefined);
+    assert.equal(settled.writable && settled.enumerable && settled.configurable, true);
+    assert.equal(result.document, result.document, 'parsed once, the same object after');
+    // What JSON.stringify and the spread see is the document too, read or not.
+    assert.deepStrictEqual(JSON.parse(JSON.stringify(planner.validate(text))).document, result.document);
+    assert.deepStrictEqual({ ...planner.validate(text) }, { ok: true, document: result.document });
+  }
+  // A field the planner leaves out when null is left out of the document.
+  const nulls = planner.validate('{"version": 1, "sites": null, "flavors": [{"pool": "p", "name": "f", "vcpu": 1, "memoryGiB": 2, "diskGiB": 3, "gpu": null}]}');
+  assert.deepStrictEqual(nulls.document, { version: 1, flavors: [{ pool: 'p', name: 'f', vcpu: 1, memoryGiB: 2, diskGiB: 3 }] });
+  // Assigned before it is read, `document` holds what was assigned.
+  const assigned = planner.validate('{"version": 1}');
+  assigned.document = 'mine';
+  assert.equal(assigned.document, 'mine');
+  assert.deepStrictEqual(assigned, { ok: true, document: 'mine' });
+});
+
 test('plan throws INVALID_INPUT with every problem for a document that does not validate', () => {
   const exported = { tenantId: 'root', caller: 'usr_ops', config: { version: 1 } };
   assert.throws(
