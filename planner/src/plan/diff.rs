@@ -1257,19 +1257,26 @@ impl<'a> Planner<'a> {
                 let (cur, earlier) = self.cur_pools.matching(i, &p.name);
                 notes.extend(earlier.map(|e| twice(Kind::Pool, e)));
                 let mut diff = Diff::default();
-                // A reference the plan cannot resolve is blocked as unknown (above); whether it
-                // names another object than now cannot be told, so it is no differing field
-                // (a provider account named by name on a deployment that stopped serving them
-                // read "providerAccount cannot change" as if it had been changed).
-                let unknown = |kind: Kind, reference: &str| self.resolve(kind, reference).is_none();
-                if !self.same(Kind::Site, &cur.site, &p.site) && !unknown(Kind::Site, &p.site) {
+                // A reference the plan cannot resolve is blocked as unknown (above). Where the
+                // export lists every object of its kind, it names another object than now: a
+                // differing field (a pool moved to a site that does not exist read "unchanged").
+                // Where the export leaves the kind out, whether it does cannot be told, so it is
+                // none (a provider account named by name on a deployment that stopped serving
+                // them read "providerAccount cannot change" as if it had been changed).
+                let untold = |kind: Kind, section: Section, reference: &str| {
+                    self.missing(section) && self.resolve(kind, reference).is_none()
+                };
+                if !self.same(Kind::Site, &cur.site, &p.site)
+                    && !untold(Kind::Site, Section::Sites, &p.site)
+                {
                     diff.fixed_differs("site", &cur.site, &p.site);
                 }
                 diff.fixed("class", &cur.class, &p.class);
                 diff.fixed("gpuModel", &cur.gpu_model, &p.gpu_model);
                 let same_account = match (&cur.provider_account, &p.provider_account) {
                     (Some(a), Some(b)) => {
-                        self.same(Kind::ProviderAccount, a, b) || unknown(Kind::ProviderAccount, b)
+                        self.same(Kind::ProviderAccount, a, b)
+                            || untold(Kind::ProviderAccount, Section::ProviderAccounts, b)
                     }
                     (a, b) => a == b,
                 };

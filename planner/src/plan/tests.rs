@@ -663,13 +663,45 @@ fn an_unchanged_reference_to_an_unserved_account_blocks_nothing() {
         PRUNE,
         r#"pool burst unchanged blocked: unknown provider account "cloud""#,
     );
-    // An unknown site likewise.
-    let site = current.replace(r#""site": "fra""#, r#""site": "ber""#);
-    check(
-        &site,
-        &ex,
-        PRUNE,
-        r#"pool burst unchanged blocked: unknown site "ber""#,
+}
+
+#[test]
+fn a_reference_to_nothing_the_export_lists_is_a_differing_field() {
+    // Sites and provider accounts served: the export lists every one, so a name it lacks is
+    // another object than now. The pool is an update of a fixed field, not "unchanged".
+    let ex = export(FLEET, &[]);
+    // The pool's one change (blocked, with no call), as `check` says it, and its fields.
+    let pool_change = |document: &str, pool: &str, expect: &str| {
+        let p = check(document, &ex, KEEP, expect);
+        assert!(p.summary.blocked && p.calls.is_empty());
+        p.changes.into_iter().find(|c| c.name == pool).unwrap()
+    };
+    let site = edit(
+        r#""name": "vps-fra", "site": "fra""#,
+        r#""name": "vps-fra", "site": "ber""#,
+    );
+    let moved = r#"pool vps-fra update blocked: site cannot change; create a new pool instead; unknown site "ber""#;
+    let change = pool_change(&site, "vps-fra", moved);
+    assert_eq!(change.fields, ["site"]);
+    assert_eq!(
+        serde_json::to_value((&change.before, &change.after)).unwrap(),
+        serde_json::json!([{ "site": "fra" }, { "site": "ber" }])
+    );
+    let account = edit(
+        r#""providerAccount": "cloud""#,
+        r#""providerAccount": "nopa""#,
+    );
+    let change = pool_change(
+        &account,
+        "burst",
+        r#"pool burst update blocked: providerAccount cannot change; create a new pool instead; unknown provider account "nopa""#,
+    );
+    assert_eq!(change.fields, ["providerAccount"]);
+    // With the policy changed too, both fields are said.
+    let both = site.replace(r#""disruptionBudget": 0.1"#, r#""disruptionBudget": 0.2"#);
+    assert_eq!(
+        pool_change(&both, "vps-fra", moved).fields,
+        ["site", "policy"]
     );
 }
 
