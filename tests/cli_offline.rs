@@ -918,6 +918,7 @@ fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
         "fleet.json",
         "--tenant",
         "root",
+        "--prune",
         "--plan-hash",
         SOME_HASH,
     ];
@@ -928,7 +929,8 @@ fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
         run.stderr.starts_with("error: no answer to fleet.apply (")
             && run.stderr.contains(
                 "the outcome is unknown, the server may have applied it; \
-                 `better-compute fleet status --tenant root` shows the last apply"
+                 `better-compute fleet status --tenant root` shows the last apply and \
+                 `better-compute fleet plan fleet.json --tenant root --prune` what is still to change\n"
             )
             && !run.stderr.contains("cannot reach"),
         "{}",
@@ -1347,7 +1349,11 @@ fn a_dash_is_standard_input_for_documents_and_standard_output_for_export() {
     );
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
-        (0, "{\n  \"version\": 1\n}\n", "")
+        (
+            0,
+            "{\n  \"version\": 1\n}\n",
+            "Wrote tenant root's export to st.json.\n"
+        )
     );
     assert!(sandbox.path("st.json").is_file() && !sandbox.path("-").exists());
     let run = sandbox.run(

@@ -294,7 +294,31 @@ fn export_plan_apply_status_as_the_seed_documents_them() {
     ]);
     assert_eq!(export.code, 0, "{export:?}");
     assert_eq!(export.stdout, "");
-    assert_eq!(export.stderr, "Wrote tenant root's fleet to fleet.json.\n");
+    assert_eq!(
+        export.stderr,
+        "Wrote tenant root's fleet to fleet.json and its export to export.json.\n"
+    );
+    // The state alone: the document on standard output, the file named on standard error.
+    let state_only = d.cli(&[
+        "fleet",
+        "export",
+        "--tenant",
+        "root",
+        "--state",
+        "state.json",
+    ]);
+    assert_eq!(state_only.code, 0, "{state_only:?}");
+    assert_eq!(
+        state_only.stderr,
+        "Wrote tenant root's export to state.json.\n"
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&state_only.stdout).unwrap(),
+        serde_json::from_str::<serde_json::Value>(
+            &std::fs::read_to_string(d.path("state.json")).unwrap()
+        )
+        .unwrap()["config"]
+    );
     let written = std::fs::read_to_string(d.path("fleet.json")).unwrap();
     let answer = d
         .api("fleet.export", json!({ "tenantId": "root" }))
@@ -1203,7 +1227,8 @@ fn an_apply_whose_answer_is_lost_says_it_may_have_been_applied() {
         run.stderr.starts_with("error: no answer to fleet.apply (")
             && run.stderr.contains(
                 "the outcome is unknown, the server may have applied it; \
-                 `better-compute fleet status --tenant root` shows the last apply"
+                 `better-compute fleet status --tenant root` shows the last apply and \
+                 `better-compute fleet plan site.json --tenant root` what is still to change\n"
             ),
         "{run:?}"
     );

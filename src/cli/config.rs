@@ -130,7 +130,12 @@ impl Connection {
             )));
         }
         let url = url.trim().trim_end_matches('/').to_owned();
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
+        // A scheme is case-insensitive (RFC 3986): `HTTP://` is http.
+        let scheme = |prefix: &str| {
+            url.get(..prefix.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+        };
+        if !(scheme("http://") || scheme("https://")) {
             return Err(CliError::usage(format!(
                 "the server URL {url:?} must start with http:// or https://"
             )));
@@ -261,6 +266,29 @@ mod tests {
             matches!(&err, CliError::Usage(m) if m.contains("not a valid URL")),
             "{err}"
         );
+        // The scheme in any case; another scheme, or none, is refused.
+        for (given, ok) in [
+            ("HTTP://Host:1/", true),
+            ("Https://host", true),
+            ("ftp://host", false),
+            ("host:80", false),
+            ("http:/host", false),
+        ] {
+            let flags = ConnectionFlags {
+                url: Some(given.into()),
+                config: None,
+            };
+            let got = resolve(&flags, &[(TOKEN_VAR, "t")]);
+            match got {
+                Ok(connection) if ok => {
+                    assert_eq!(connection.url, given.trim_end_matches('/'))
+                }
+                Err(CliError::Usage(m)) if !ok => {
+                    assert!(m.contains("must start with http:// or https://"), "{m}")
+                }
+                other => panic!("{given}: {other:?}"),
+            }
+        }
     }
 
     /// Only an empty variable counts as unset: one that is not UTF-8 is a usage error naming

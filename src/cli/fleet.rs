@@ -122,12 +122,17 @@ pub fn export(
         }
     }
     outcome?;
-    if let Some(path) = out {
-        note!(
-            "Wrote tenant {}'s fleet to {}.",
-            request.tenant,
-            path.display()
-        );
+    // Each file written is named: a script that saved the state looks for it here too.
+    let tenant = &request.tenant;
+    match (out, request.state.as_deref()) {
+        (Some(out), Some(state)) => note!(
+            "Wrote tenant {tenant}'s fleet to {} and its export to {}.",
+            out.display(),
+            state.display()
+        ),
+        (Some(out), None) => note!("Wrote tenant {tenant}'s fleet to {}.", out.display()),
+        (None, Some(state)) => note!("Wrote tenant {tenant}'s export to {}.", state.display()),
+        (None, None) => {}
     }
     Ok(())
 }
@@ -298,6 +303,15 @@ pub fn apply(
         .iter()
         .map(|arg| format!(" {}", shell_word(arg)))
         .collect();
+    // What to run when fleet.apply goes unanswered: both commands, ready to paste.
+    let unanswered = format!(
+        "`better-compute fleet status --tenant {tenant}{connection}` shows the last apply and \
+         `better-compute fleet plan {file} --tenant {tenant}{prune}{connection}` what is still \
+         to change",
+        tenant = shell_word(&request.tenant),
+        file = shell_word(&file_word(&request.file)),
+        prune = if request.prune { " --prune" } else { "" },
+    );
     let input = |plan_hash: &str| {
         json!({
             "tenantId": request.tenant,
@@ -314,7 +328,7 @@ pub fn apply(
                 &source,
                 &input(hash),
                 (Print::all(request.json), style),
-                &connection,
+                &unanswered,
             );
         }
         ApplyMode::Review | ApplyMode::Yes => {
@@ -335,7 +349,7 @@ pub fn apply(
                 &source,
                 &input(&planned.plan_hash.0),
                 (Print::Json, style),
-                &connection,
+                &unanswered,
             ),
             // Nothing to run: fleet.apply is not called, and nothing was applied.
             ApplyMode::Yes => {
@@ -368,7 +382,7 @@ pub fn apply(
             &source,
             &input(&planned.plan_hash.0),
             (Print::Outcome, style),
-            &connection,
+            &unanswered,
         ),
         _ => {
             sayln!("planHash: {}", planned.plan_hash);
@@ -400,24 +414,21 @@ impl Print {
 }
 
 /// Calls `fleet.apply`; prints the plan it ran when `print_plan` (not printed before), and on
-/// `CONFIG_DRIFT` what the plan became.
+/// `CONFIG_DRIFT` what the plan became. `unanswered` names the commands that tell what
+/// happened when no answer comes.
 fn apply_call(
     client: &Client,
     source: &Source,
     input: &Value,
     (print, style): (Print, Style),
-    connection: &str,
+    unanswered: &str,
 ) -> Result<(), CliError> {
     match client.call::<_, Applied>("fleet.apply", input) {
         // The request may have committed: saying it failed would invite a blind retry.
-        Err(CallError::Unanswered { detail, .. }) => {
-            let tenant = shell_word(input["tenantId"].as_str().unwrap_or_default());
-            Err(CliError::failed(format!(
-                "no answer to fleet.apply ({detail}): the outcome is unknown, the server may \
-                 have applied it; `better-compute fleet status --tenant {tenant}{connection}` \
-                 shows the last apply and `better-compute fleet plan` what is still to change"
-            )))
-        }
+        Err(CallError::Unanswered { detail, .. }) => Err(CliError::failed(format!(
+            "no answer to fleet.apply ({detail}): the outcome is unknown, the server may have \
+             applied it; {unanswered}"
+        ))),
         Ok(done) if print == Print::Json => {
             say!("{}", pretty(&done));
             Ok(())
@@ -533,13 +544,12 @@ pub fn status(client: &Client, request: &StatusRequest, style: Style) -> Result<
             .and_then(|applied| applied.checked_at)
             .map(render::timestamp)
             .unwrap_or_default();
-        let what = drift.summary.create + drift.summary.update + drift.summary.delete;
         return Err(CliError::coded(
             code::FLEET_DRIFTED,
             format!(
                 "tenant {}'s fleet has drifted from the applied document ({} as of {checked})",
                 request.tenant,
-                count(what, "change")
+                drift.extent()
             ),
         ));
     }

@@ -210,6 +210,22 @@ impl Drift {
                 .iter()
                 .any(|change| change.blocked || change.action != Action::Unchanged)
     }
+
+    /// How much has drifted, as `--fail-on-drift` says it: `2 changes`, `2 changes,
+    /// blocked`, or, when the only drift is an unchanged object the re-plan blocks, `its
+    /// re-plan is blocked` (not `0 changes`).
+    pub fn extent(&self) -> String {
+        let changes = self.summary.create + self.summary.update + self.summary.delete;
+        let blocked = self.blocked
+            || self.summary.blocked
+            || self.changes.iter().any(|change| change.blocked);
+        let noun = if changes == 1 { "change" } else { "changes" };
+        match (changes, blocked) {
+            (0, _) => "its re-plan is blocked".to_owned(),
+            (n, false) => format!("{n} {noun}"),
+            (n, true) => format!("{n} {noun}, blocked"),
+        }
+    }
 }
 
 impl Status {
@@ -333,6 +349,33 @@ mod tests {
             change(json!({"kind": "offer", "name": "vps-fra -> globex", "action": "create"})),
             change(json!({"kind": "flavor", "name": "vps-fra/g1.large", "action": "create"})),
         ]
+    }
+
+    #[test]
+    fn a_drifts_extent_names_its_changes_or_its_block() {
+        let drift = |changes: Vec<Change>, create, blocked| Drift {
+            changes,
+            summary: Summary {
+                create,
+                update: 0,
+                delete: 0,
+                unchanged: 3,
+                blocked: false,
+            },
+            blocked,
+            plan_hash: None,
+        };
+        assert_eq!(drift(vec![], 1, false).extent(), "1 change");
+        assert_eq!(drift(vec![], 2, false).extent(), "2 changes");
+        assert_eq!(drift(vec![], 2, true).extent(), "2 changes, blocked");
+        let held = change(
+            json!({"kind": "sandboxTemplate", "name": "t", "action": "unchanged", "blocked": true}),
+        );
+        assert!(drift(vec![held.clone()], 0, false).is_set());
+        assert_eq!(
+            drift(vec![held], 0, false).extent(),
+            "its re-plan is blocked"
+        );
     }
 
     #[test]
