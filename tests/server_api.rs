@@ -1755,6 +1755,28 @@ async fn iam_gives_no_more_than_it_holds(db: Db) {
         )
         .await;
 
+    // An unknown event type is refused at its path, as webhook.create refuses it, not
+    // answered with an empty list.
+    let typo = fleet
+        .fails(
+            "event.list",
+            json!({ "tenantId": "root", "type": "fleet.drift" }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(typo.details["path"], "type", "{typo:?}");
+    assert!(
+        typo.message
+            .contains("unknown event type \"fleet.drift\" (known: fleet.drifted, fleet.converged)"),
+        "{typo:?}"
+    );
+    fleet
+        .ok(
+            "event.list",
+            json!({ "tenantId": "root", "type": "fleet.converged" }),
+        )
+        .await;
+
     // An unknown tenant is NOT_FOUND for reads as for writes, never an empty list.
     for method in ["site.list", "audit.list", "event.list", "webhook.list"] {
         let unknown = fleet

@@ -158,7 +158,8 @@ pub struct EventList {
     /// The tenant.
     #[schemars(pattern(planner::schema::NAME_PATTERN))]
     pub tenant_id: String,
-    /// Only events of this type.
+    /// Only events of this type: `fleet.drifted` or `fleet.converged` (another is
+    /// INVALID_INPUT, as in `webhook.create`).
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
     /// At most this many, newest first (default 100, at most 1000).
@@ -184,6 +185,12 @@ pub async fn list(
     super::iam::require_tenant(&mut *state.db.pool.acquire().await?, &input.tenant_id).await?;
     let limit = i64::from(input.limit.unwrap_or(100).min(1000));
     let kind = input.kind.unwrap_or_default();
+    if !kind.is_empty() && !TYPES.contains(&kind.as_str()) {
+        return Err(ApiError::invalid(
+            "type",
+            format!("unknown event type {kind:?} (known: {})", TYPES.join(", ")),
+        ));
+    }
     let before = input.before.unwrap_or_default();
     let rows = sqlx::query(
         "SELECT id, tenant_id, type, subject, payload, created_at FROM events \
