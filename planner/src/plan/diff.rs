@@ -111,6 +111,10 @@ fn first_users<K: std::hash::Hash + Eq, U: Ord>(
     users
 }
 
+/// An item's name and one of its references (None where it has none), for
+/// [`Planner::kept_in_place`].
+type NameAndReference<T> = (fn(&T) -> &str, fn(&T) -> Option<&str>);
+
 /// What keeps a pool from being archived. Ordered as the note's words would sort (`flavor
 /// "pool/name"` before `sandbox template "name"`), so the note names the same user as
 /// before, without formatting a note for every item that stays.
@@ -733,6 +737,38 @@ impl<'a> Planner<'a> {
             .map(|i| (i, name))
     }
 
+    /// The current items of the document's `listed` items whose fixed reference (`reference`)
+    /// the document changes: such a change is blocked, so each stays where it is, and what it
+    /// uses now stays in use (a prune that deletes it is blocked too, and says so at once).
+    fn kept_in_place<T>(
+        &self,
+        kind: Kind,
+        (listed, current): (&'a Option<Vec<T>>, &'a [T]),
+        (name, reference): NameAndReference<T>,
+        target: Kind,
+    ) -> impl Iterator<Item = &'a T> + use<'_, 'a, T> {
+        slice(listed).iter().filter_map(move |item| {
+            let (i, _) = self.existing(kind, name(item))?;
+            let cur = &current[i];
+            let moved = match (reference(cur), reference(item)) {
+                (Some(a), Some(b)) => !self.same(target, a, b),
+                (a, b) => a != b,
+            };
+            moved.then_some(cur)
+        })
+    }
+
+    /// The current templates whose pool the document changes: each stays on its pool and
+    /// its flavor.
+    fn templates_in_place(&self) -> impl Iterator<Item = &'a SandboxTemplate<'a>> + use<'_, 'a> {
+        self.kept_in_place(
+            Kind::SandboxTemplate,
+            (&self.doc.sandbox_templates, self.cur_templates.items),
+            (|t| t.name.as_str(), |t| Some(t.pool.as_str())),
+            Kind::Pool,
+        )
+    }
+
     /// The exported object of `kind` named `export_name` (a flavor's is found by its config
     /// item: [`Self::flavor_objects`]).
     fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
@@ -1078,7 +1114,13 @@ impl<'a> Planner<'a> {
             let mut users = None;
             for cur in self.cur_accounts.unmatched() {
                 let users = users.get_or_insert_with(|| {
-                    first_users(pools.iter().filter_map(|p| {
+                    let kept = self.kept_in_place(
+                        Kind::Pool,
+                        (&self.doc.pools, self.cur_pools.items),
+                        (|p| p.name.as_str(), |p| p.provider_account.as_deref()),
+                        Kind::ProviderAccount,
+                    );
+                    first_users(pools.iter().chain(kept).filter_map(|p| {
                         let account = p.provider_account.as_deref()?;
                         Some((
                             self.resolve(Kind::ProviderAccount, account)?,
@@ -1147,10 +1189,13 @@ impl<'a> Planner<'a> {
                     let id = self.resolve(Kind::Pool, &f.pool)?;
                     Some((id, PoolUser::Flavor(&f.pool, &f.name)))
                 });
-                let template_uses = templates.iter().filter_map(|t| {
-                    let id = self.resolve(Kind::Pool, &t.pool)?;
-                    Some((id, PoolUser::Template(&t.name)))
-                });
+                let template_uses = templates
+                    .iter()
+                    .chain(self.templates_in_place())
+                    .filter_map(|t| {
+                        let id = self.resolve(Kind::Pool, &t.pool)?;
+                        Some((id, PoolUser::Template(&t.name)))
+                    });
                 first_users(flavor_uses.chain(template_uses))
             });
             let object = self.object(Kind::Pool, &cur.name);
@@ -1614,10 +1659,15 @@ impl<'a> Planner<'a> {
                     continue;
                 }
                 let users = users.get_or_insert_with(|| {
-                    first_users(templates.iter().filter_map(|t| {
-                        let pool = self.resolve(Kind::Pool, &t.pool)?;
-                        Some(((pool, t.flavor.as_str()), t.name.as_str()))
-                    }))
+                    first_users(
+                        templates
+                            .iter()
+                            .chain(self.templates_in_place())
+                            .filter_map(|t| {
+                                let pool = self.resolve(Kind::Pool, &t.pool)?;
+                                Some(((pool, t.flavor.as_str()), t.name.as_str()))
+                            }),
+                    )
                 });
                 let name = join(&cur.pool, "/", &cur.name);
                 let object = self.flavor_objects[i];

@@ -1092,3 +1092,52 @@ fn prune_keeps_what_another_tenant_uses() {
         r#"flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small""#,
     );
 }
+
+#[test]
+fn a_prune_keeps_what_a_blocked_move_leaves_in_use() {
+    let ex = export(FLEET, &[]);
+    // The pool cannot move to the new account, so it stays on the old one: deleting it is
+    // blocked too, and said in the same plan.
+    let account = FLEET
+        .replace(r#""name": "cloud""#, r#""name": "cloud2""#)
+        .replace(
+            r#""providerAccount": "cloud""#,
+            r#""providerAccount": "cloud2""#,
+        );
+    check(
+        &account,
+        &ex,
+        PRUNE,
+        r#"providerAccount cloud delete blocked: provider account is used by pool "burst"
+           providerAccount cloud2 create
+           pool burst update blocked: providerAccount cannot change; create a new pool instead"#,
+    );
+    // The template cannot move to the renamed pool, so it stays on the old pool and its
+    // flavor: neither may go.
+    let pool = FLEET.replace("vps-fra", "vps-ber");
+    check(
+        &pool,
+        &ex,
+        PRUNE,
+        r#"pool vps-ber create
+           pool vps-fra delete blocked: pool is used by sandbox template "py-small"
+           ownerQuota vps-ber:gpu create
+           offer vps-ber -> acme create
+           flavor vps-ber/g1.small create
+           flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small"
+           sandboxTemplate py-small update blocked: pool cannot change; create a new sandbox template instead"#,
+    );
+    // A move the plan allows frees what it leaves: the template on another flavor of its
+    // pool lets the old flavor go.
+    let flavor = FLEET
+        .replace(r#""name": "g1.small""#, r#""name": "g1.large""#)
+        .replace(r#""flavor": "g1.small""#, r#""flavor": "g1.large""#);
+    check(
+        &flavor,
+        &ex,
+        PRUNE,
+        "flavor vps-fra/g1.large create
+         flavor vps-fra/g1.small delete
+         sandboxTemplate py-small update",
+    );
+}
