@@ -5,8 +5,7 @@
 //! `JSON.stringify` and read as text: faster than visiting an object field by field across the
 //! boundary, and the validator reads text anyway). Results are plain objects with exactly the
 //! shape the server answers (one object, not a chain of getters). Most are built by
-//! `JSON.parse` of the planner's own serialization; `validate`'s `document` is parsed when it
-//! is first read (an accessor that turns itself into a data property); a plan's changes, thousands of
+//! `JSON.parse` of the planner's own serialization; a plan's changes, thousands of
 //! `{kind, name, action}`, are built by a few lines of JS from one string of names and a
 //! byte per change, five times faster than parsing them. `planJson` answers the plan's JSON
 //! text, for tools that write the plan out.
@@ -84,17 +83,19 @@ pub fn validate(
     #[wasm_bindgen(unchecked_param_type = "JsonInput<Document>")] doc: JsValue,
 ) -> Result<JsValue, JsValue> {
     let bytes = json_bytes(&doc, "the document")?;
-    match crate::validate(&bytes) {
-        // The document's text goes out and is parsed when first read: JSON.parse of it was
-        // 30 to 40% of `validate`, paid by every caller that only asks whether it is valid.
-        Ok(document) => Ok(valid_document(
-            &serde_json::to_string(&document).map_err(JsError::from)?,
-        )),
-        Err(invalid) => Ok(to_js(&Invalid {
+    let validated = match crate::validate(&bytes) {
+        Ok(document) => to_js(&Validated {
+            ok: true,
+            document: Some(&document),
+            problems: None,
+        }),
+        Err(invalid) => to_js(&Validated {
             ok: false,
-            problems: &invalid.problems,
-        })?),
-    }
+            document: None,
+            problems: Some(&invalid.problems),
+        }),
+    };
+    Ok(validated?)
 }
 
 /// Plans `doc` against `exported` (what `fleet.export` answered) with `options`
@@ -185,7 +186,14 @@ fn json_value(json: JsValue) -> Result<serde_json::Value, JsValue> {
             Ok(text) => crate::validate::json_error(text, &err),
             Err(_) => err.to_string(),
         };
-        JsError::new(&format!("the JSON is not valid JSON: {words}")).into()
+        // serde_json reads lists and objects 127 deep (its recursion limit): deeper JSON is
+        // valid, so say what the planner does not read rather than blame the text.
+        let why = if words.starts_with("recursion limit exceeded") {
+            "nests lists and objects deeper than the 127 levels the planner reads"
+        } else {
+            "is not valid JSON"
+        };
+        JsError::new(&format!("the JSON {why}: {words}")).into()
     })
 }
 
@@ -200,11 +208,13 @@ pub fn document_schema() -> Result<JsValue, JsError> {
         .map_err(|_| JsError::new("the committed schema is not JSON"))
 }
 
-/// `validate`'s answer for a document that does not validate.
 #[derive(Serialize)]
-struct Invalid<'a> {
+struct Validated<'a> {
     ok: bool,
-    problems: &'a [crate::Problem],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    document: Option<&'a crate::Document<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problems: Option<&'a [crate::Problem]>,
 }
 
 /// A document or export given as text, UTF-8 bytes (a `Uint8Array`, an `ArrayBuffer` or a
@@ -256,6 +266,39 @@ const [viewBuffer, viewOffset, viewLength] =
   ['buffer', 'byteOffset', 'byteLength'].map((name) => getter(TypedArray, name));
 const bufferLength = getter(ArrayBuffer, 'byteLength');
 const sharedLength = typeof SharedArrayBuffer === 'function' ? getter(SharedArrayBuffer, 'byteLength') : undefined;
+// Brand checks read internal slots, so they know a typed array, a buffer, a Map or a boxed
+// primitive made in another realm (a `vm` context, an iframe), which `instanceof` does not.
+// The tag (`[object Map]`) comes first: a brand check that fails throws, too slow for every
+// object of a document.
+const typedArrayName = Object.getOwnPropertyDescriptor(TypedArray.prototype, Symbol.toStringTag).get;
+const objectTag = (value) => { try { return Object.prototype.toString.call(value); } catch { return ''; } };
+const [mapSize, setSize] = [getter(Map, 'size'), getter(Set, 'size')];
+const branded = (method, value) => { try { method.call(value); return true; } catch { return false; } };
+const isUint8Array = (value) => isA(value, Uint8Array) || typedArrayName.call(value) === 'Uint8Array';
+const isBuffer = (value) => isA(value, ArrayBuffer) || branded(bufferLength, value);
+const isShared = (value) =>
+  sharedLength !== undefined && (isA(value, SharedArrayBuffer) || branded(sharedLength, value));
+const collection = (value) => {
+  const tag = objectTag(value);
+  if (isA(value, Map) || (tag === '[object Map]' && branded(mapSize, value))) return 'Map';
+  if (isA(value, Set) || (tag === '[object Set]' && branded(setSize, value))) return 'Set';
+  return undefined;
+};
+// What JSON.stringify writes in place of an object: its toJSON's answer (called once, with
+// the key, as JSON.stringify calls it), a boxed primitive's value; else the object.
+function asWritten(value, key) {
+  if (typeof value.toJSON === 'function') {
+    value = value.toJSON(key === undefined ? '' : key);
+    if (typeof value !== 'object' || value === null) return value;
+  }
+  switch (objectTag(value)) {
+    case '[object Number]': return branded(Number.prototype.valueOf, value) ? Number(value) : value;
+    case '[object String]': return branded(String.prototype.valueOf, value) ? String(value) : value;
+    case '[object Boolean]':
+      return branded(Boolean.prototype.valueOf, value) ? Boolean.prototype.valueOf.call(value) : value;
+    default: return value;
+  }
+}
 const encoder = new TextEncoder();
 // JSON.stringify changes what it cannot write, unseen: a Map or a Set becomes {}, a number
 // that is not finite null, and a function, a symbol or undefined in a list is left out (null).
@@ -265,6 +308,8 @@ class Unwritable extends Error {}
 // path, and an object document took half as long again to validate.
 function strictly(value, key, inList) {
   const at = () => (key === undefined ? '' : ` at key ${JSON.stringify(key)}`);
+  // A toJSON anywhere, or a boxed NaN, is what JSON.stringify writes: that is what is checked.
+  if (typeof value === 'object' && value !== null) value = asWritten(value, key);
   switch (typeof value) {
     case 'string':
       // TextEncoder would write an unpaired surrogate as U+FFFD, and JSON.stringify as an
@@ -283,13 +328,14 @@ function strictly(value, key, inList) {
     case 'symbol':
       throw new Unwritable(`holds a ${typeof value}${at()}, which JSON cannot hold`);
     case 'object':
-      if (value === null || typeof value.toJSON === 'function') return;
+      if (value === null) return;
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) strictly(value[i], String(i), true);
         return;
       }
-      if (isA(value, Map) || isA(value, Set)) {
-        throw new Unwritable(`holds a ${isA(value, Map) ? 'Map' : 'Set'}${at()}, which JSON.stringify writes as {}: give a plain object`);
+      const kind = collection(value);
+      if (kind !== undefined) {
+        throw new Unwritable(`holds a ${kind}${at()}, which JSON.stringify writes as {}: give a plain object`);
       }
       for (const name of Object.keys(value)) {
         if (!wellFormed(name)) {
@@ -335,7 +381,7 @@ export function jsonBytes(value, what, anyValue) {
     }
     return sized(encoder.encode(value), what);
   }
-  if (isA(value, Uint8Array)) {
+  if (isUint8Array(value)) {
     // The glue allocates in wasm memory, then copies: a copy that throws (a Proxy's trap, a
     // transferred buffer) would leak the allocation, and one of more bytes than it made room
     // for would write past it. What goes on is a plain view of the bytes the array really
@@ -348,10 +394,11 @@ export function jsonBytes(value, what, anyValue) {
     }
     return sized(bytes, what);
   }
-  if (isA(value, ArrayBuffer) || (sharedLength && isA(value, SharedArrayBuffer))) {
+  const buffer = isBuffer(value);
+  if (buffer || isShared(value)) {
     let bytes;
     try {
-      const length = isA(value, ArrayBuffer) ? bufferLength.call(value) : sharedLength.call(value);
+      const length = buffer ? bufferLength.call(value) : sharedLength.call(value);
       bytes = new Uint8Array(value, 0, length);
     } catch {
       throw new Error(`${what} is an ArrayBuffer that cannot be read (a proxy of one, or its bytes were transferred)`);
@@ -378,33 +425,19 @@ export function optionsJson(options) {
   if (typeof options !== 'object' || array) throw refused('not an object');
   // JSON.stringify writes a Map as {}, and only own properties: a prune in a Map, a getter
   // of a class or a prototype would be dropped unseen.
-  if (isA(options, Map) || isA(options, Set)) throw refused('a Map or Set, not a plain object');
+  if (collection(options) !== undefined) throw refused('a Map or Set, not a plain object');
   let plain = false;
   try {
     const prototype = Object.getPrototypeOf(options);
-    plain = prototype === Object.prototype || prototype === null;
+    // Object.prototype, this realm's or another's (whose own prototype is null).
+    plain = prototype === Object.prototype || prototype === null
+      || (Object.getPrototypeOf(prototype) === null
+        && Object.prototype.hasOwnProperty.call(prototype, 'isPrototypeOf'));
   } catch {}
   if (!plain) throw refused('not a plain object (its prototype\'s properties would be left out)');
   const text = written(options, 'options:');
   if (text === undefined) throw refused('cannot be written as JSON');
   return text;
-}
-// `validate`'s answer for a valid document: {ok: true, document}, where `document` is parsed
-// from `text` when first read and is a plain data property from then on (assigning it is
-// too). A caller that only looks at `ok` never pays for the objects.
-export function validDocument(text) {
-  const result = { ok: true };
-  const settle = (value) => {
-    Object.defineProperty(result, 'document', { value, writable: true, enumerable: true, configurable: true });
-    return value;
-  };
-  Object.defineProperty(result, 'document', {
-    get: () => settle(JSON.parse(text)),
-    set: settle,
-    enumerable: true,
-    configurable: true,
-  });
-  return result;
 }
 const KINDS = ['site', 'providerAccount', 'pool', 'ownerQuota', 'offer', 'flavor', 'sandboxTemplate'];
 const ACTIONS = ['create', 'update', 'delete', 'unchanged'];
@@ -427,8 +460,6 @@ extern "C" {
     fn js_json_bytes(value: &JsValue, what: &str, any_value: bool) -> Result<Vec<u8>, JsValue>;
     #[wasm_bindgen(catch, js_name = optionsJson)]
     fn options_json(options: &JsValue) -> Result<Option<String>, JsValue>;
-    #[wasm_bindgen(js_name = validDocument)]
-    fn valid_document(text: &str) -> JsValue;
     #[wasm_bindgen(catch, js_name = planFromParts)]
     fn plan_from_parts(
         names: &str,
