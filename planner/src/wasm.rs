@@ -25,37 +25,37 @@ export type Name = string;
 export interface Site { name: Name; kind: "shared" | "dedicated"; region: string }
 export interface ProviderAccount { name: Name; provider: string; config: Record<string, string> }
 export interface Policy { disruptionBudget: number }
-export interface Offer { tenant: Name; quota: Record<string, number>; priority?: number | null }
+export interface Offer { tenant: Name; quota: Record<string, number>; priority?: number | null | undefined }
 export interface Pool {
   name: Name; site: Name; class: "vps-host" | "sandbox-host" | "provider";
-  gpuModel?: string | null; providerAccount?: Name | null; policy?: Policy | null;
-  ownerQuota?: Record<string, number> | null; offers?: Offer[] | null;
+  gpuModel?: string | null | undefined; providerAccount?: Name | null | undefined; policy?: Policy | null | undefined;
+  ownerQuota?: Record<string, number> | null | undefined; offers?: Offer[] | null | undefined;
 }
-export interface Flavor { pool: Name; name: Name; vcpu: number; memoryGiB: number; diskGiB: number; gpu?: number | null }
+export interface Flavor { pool: Name; name: Name; vcpu: number; memoryGiB: number; diskGiB: number; gpu?: number | null | undefined }
 export interface Warm { min: number; max: number }
 export interface SandboxTemplate {
-  name: Name; pool: Name; flavor: Name; imageId: string; env?: Record<string, string> | null;
-  network: "private" | "public" | "none"; warm?: Warm | null;
+  name: Name; pool: Name; flavor: Name; imageId: string; env?: Record<string, string> | null | undefined;
+  network: "private" | "public" | "none"; warm?: Warm | null | undefined;
 }
 /** A value `JSON.stringify` writes as JSON: anything but `undefined` (what it cannot write,
  * a function or a symbol, is refused when called). */
 export type JsonValue = NonNullable<unknown> | null;
 /** A FleetConfig document, version 1 (`null` for an optional field is the field left out). */
 export interface Document {
-  version: 1; sites?: Site[] | null; providerAccounts?: ProviderAccount[] | null; pools?: Pool[] | null;
-  flavors?: Flavor[] | null; sandboxTemplates?: SandboxTemplate[] | null;
+  version: 1; sites?: Site[] | null | undefined; providerAccounts?: ProviderAccount[] | null | undefined; pools?: Pool[] | null | undefined;
+  flavors?: Flavor[] | null | undefined; sandboxTemplates?: SandboxTemplate[] | null | undefined;
 }
 export type Kind = "site" | "providerAccount" | "pool" | "ownerQuota" | "offer" | "flavor" | "sandboxTemplate";
 export type Section = "sites" | "providerAccounts" | "pools" | "flavors" | "sandboxTemplates";
-export interface ObjectRef { kind: Kind; name: string; id?: string; revision: number; usedBy?: ExternalUser }
+export interface ObjectRef { kind: Kind; name: string; id?: string | undefined; revision: number; usedBy?: ExternalUser | undefined }
 export interface ExternalUser { tenantId: string; kind: Kind; name: string }
-export interface OfferedPool { id: string; flavors?: { name: string; id: string }[] }
+export interface OfferedPool { id: string; flavors?: { name: string; id: string }[] | undefined }
 /** What `fleet.export` answers: the state a plan diffs against. */
 export interface Export {
-  tenantId: string; caller: string; config: Document; missing?: Section[];
-  objects?: ObjectRef[]; tenants?: string[]; offeredPools?: OfferedPool[];
+  tenantId: string; caller: string; config: Document; missing?: Section[] | undefined;
+  objects?: ObjectRef[] | undefined; tenants?: string[] | undefined; offeredPools?: OfferedPool[] | undefined;
 }
-export interface PlanOptions { prune?: boolean }
+export interface PlanOptions { prune?: boolean | undefined }
 /** One problem of a document: where, and what in a sentence. */
 export interface Problem { path: string; message: string }
 export type ValidateResult = { ok: true; document: Document } | { ok: false; problems: Problem[] };

@@ -28,6 +28,9 @@ void planner.validate(doc).document;
 
 // plan: text, bytes or objects in; a plan out.
 const plan: Plan = planner.plan(doc, exported, { prune: true });
+// An optional field left undefined is left out at run time, so the types take it, even
+// under exactOptionalPropertyTypes (this config's).
+void planner.plan({ version: 1, pools: [{ name: 'p', site: 's', class: 'provider', gpuModel: undefined }] }, exported, { prune: undefined });
 const text: string = planner.planJson(bytes, bytes);
 // An ArrayBuffer of UTF-8 is bytes too (what fetch's arrayBuffer() answers).
 void planner.plan(bytes.buffer as ArrayBuffer, exported);
