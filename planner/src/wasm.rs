@@ -278,20 +278,14 @@ const isUint8Array = (value) => isA(value, Uint8Array) || typedArrayName.call(va
 const isBuffer = (value) => isA(value, ArrayBuffer) || branded(bufferLength, value);
 const isShared = (value) =>
   sharedLength !== undefined && (isA(value, SharedArrayBuffer) || branded(sharedLength, value));
-const collection = (value) => {
-  const tag = objectTag(value);
+const collection = (value, tag = objectTag(value)) => {
   if (isA(value, Map) || (tag === '[object Map]' && branded(mapSize, value))) return 'Map';
   if (isA(value, Set) || (tag === '[object Set]' && branded(setSize, value))) return 'Set';
   return undefined;
 };
-// What JSON.stringify writes in place of an object: its toJSON's answer (called once, with
-// the key, as JSON.stringify calls it), a boxed primitive's value; else the object.
-function asWritten(value, key) {
-  if (typeof value.toJSON === 'function') {
-    value = value.toJSON(key === undefined ? '' : key);
-    if (typeof value !== 'object' || value === null) return value;
-  }
-  switch (objectTag(value)) {
+// What JSON.stringify writes for a boxed primitive (an object of tag `tag`): its value.
+function unboxed(value, tag) {
+  switch (tag) {
     case '[object Number]': return branded(Number.prototype.valueOf, value) ? Number(value) : value;
     case '[object String]': return branded(String.prototype.valueOf, value) ? String(value) : value;
     case '[object Boolean]':
@@ -308,8 +302,13 @@ class Unwritable extends Error {}
 // path, and an object document took half as long again to validate.
 function strictly(value, key, inList) {
   const at = () => (key === undefined ? '' : ` at key ${JSON.stringify(key)}`);
-  // A toJSON anywhere, or a boxed NaN, is what JSON.stringify writes: that is what is checked.
-  if (typeof value === 'object' && value !== null) value = asWritten(value, key);
+  // What is checked is what JSON.stringify writes: a toJSON's answer anywhere (called once,
+  // with the key, as JSON.stringify calls it), a boxed primitive's value (a boxed NaN).
+  if (typeof value === 'object' && value !== null && typeof value.toJSON === 'function') {
+    value = value.toJSON(key === undefined ? '' : key);
+  }
+  const tag = typeof value === 'object' && value !== null ? objectTag(value) : '';
+  value = unboxed(value, tag);
   switch (typeof value) {
     case 'string':
       // TextEncoder would write an unpaired surrogate as U+FFFD, and JSON.stringify as an
@@ -333,7 +332,7 @@ function strictly(value, key, inList) {
         for (let i = 0; i < value.length; i++) strictly(value[i], String(i), true);
         return;
       }
-      const kind = collection(value);
+      const kind = collection(value, tag);
       if (kind !== undefined) {
         throw new Unwritable(`holds a ${kind}${at()}, which JSON.stringify writes as {}: give a plain object`);
       }

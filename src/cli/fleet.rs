@@ -3,7 +3,7 @@
 
 use super::client::{ApiError, CallError, Client};
 use super::error::{CliError, code};
-use super::render::{self, Status, Style};
+use super::render::{self, Status, Style, count};
 use planner::{Change, Document, Export, Plan, PlanOptions, Problem, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -868,15 +868,6 @@ fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).expect("JSON values always serialize");
     text.push('\n');
     text
-}
-
-/// `1 call`, `2 calls`.
-fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// A document's path as a command's word: one starting with `-` gets `./`, else the command

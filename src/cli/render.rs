@@ -219,12 +219,20 @@ impl Drift {
         let blocked = self.blocked
             || self.summary.blocked
             || self.changes.iter().any(|change| change.blocked);
-        let noun = if changes == 1 { "change" } else { "changes" };
         match (changes, blocked) {
             (0, _) => "its re-plan is blocked".to_owned(),
-            (n, false) => format!("{n} {noun}"),
-            (n, true) => format!("{n} {noun}, blocked"),
+            (n, false) => count(n, "change"),
+            (n, true) => format!("{}, blocked", count(n, "change")),
         }
+    }
+}
+
+/// `1 call`, `2 calls`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
