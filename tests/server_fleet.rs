@@ -987,6 +987,40 @@ async fn exports_list_items_by_name_whatever_their_age(db: Db) {
 }
 both!(export_order, exports_list_items_by_name_whatever_their_age);
 
+/// A whole budget comes back as the document wrote it: `1`, not serde_json's `1.0`, in the
+/// plan's calls and in the export's text (a committed export would churn otherwise).
+async fn whole_budgets_are_exported_as_written(db: Db) {
+    let fleet = Fleet::start(db, &[]).await;
+    let pool = |name: &str, budget: Value| json!({ "name": name, "site": "fra", "class": "vps-host", "policy": { "disruptionBudget": budget } });
+    let document = json!({
+        "version": 1,
+        "sites": [{ "name": "fra", "kind": "shared", "region": "eu" }],
+        "pools": [pool("all", json!(1)), pool("none", json!(0)), pool("some", json!(0.5))],
+    });
+    let raw = |method: &'static str, input: Value| {
+        let request = fleet
+            .client()
+            .post(fleet.server.url(&format!("/api/{method}")))
+            .bearer_auth(&fleet.key)
+            .json(&input);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let budgets = |text: &str| -> Vec<String> {
+        text.split("\"disruptionBudget\":")
+            .skip(1)
+            .map(|rest| rest[..rest.find('}').unwrap()].to_string())
+            .collect()
+    };
+    let input = json!({ "tenantId": "root", "config": document });
+    let plan = raw("fleet.plan", input.clone()).await;
+    // In the pool.create calls (a create's change lists no fields).
+    assert_eq!(budgets(&plan), ["1", "0", "0.5"], "{plan}");
+    fleet.ok("fleet.apply", input).await;
+    let export = raw("fleet.export", json!({ "tenantId": "root" })).await;
+    assert_eq!(budgets(&export), ["1", "0", "0.5"], "{export}");
+}
+both!(whole_budgets, whole_budgets_are_exported_as_written);
+
 /// The export's object of plan name `name`.
 fn object<'e>(export: &'e Value, name: &str) -> &'e Value {
     export["objects"]

@@ -179,7 +179,20 @@ pub enum PoolClass {
 pub struct Policy {
     /// Share of the pool that may be disrupted at once, 0 to 1.
     #[schemars(range(min = 0, max = 1))]
+    #[serde(serialize_with = "whole_as_integer")]
     pub disruption_budget: f64,
+}
+
+/// Writes a whole budget (0 or 1) as an integer, not serde_json's `1.0`: an export of a
+/// document that says `"disruptionBudget": 1` says it the same way, so exporting into the
+/// file under review does not churn it. The planHash is canonical, so it is the same either way.
+fn whole_as_integer<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    // Only 0 and 1 are whole within the budget's range; -0.0 is 0, as RFC 8785 writes it.
+    if *value == 0.0 || *value == 1.0 {
+        serializer.serialize_u64(*value as u64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
 }
 
 /// A pool offered to a tenant, with a quota.
