@@ -603,6 +603,84 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// A bad `serve` setting is told as it was written: the flag, the variable (clap names the
+/// flag either way) or the file's key and the file. Nothing starts.
+#[test]
+fn serve_says_where_a_bad_setting_was_written() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.path("drift.toml"), "driftEvery = \"5 parsecs\"\n").unwrap();
+    std::fs::write(
+        sandbox.path("listen.toml"),
+        "listen = \"127.0.0.1:99999\"\n",
+    )
+    .unwrap();
+    let db = ["--database", "sqlite://never.db"];
+    // Flags, variables, exit code, the start of the error.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], i32, &'a str);
+    let cases: &[Case] = &[
+        (
+            &["--listen", "foo:bar"],
+            &[],
+            2,
+            "error: invalid value 'foo:bar' for '--listen <LISTEN>': not HOST:PORT, such as \
+             127.0.0.1:8080, [::1]:8080 or localhost:8080\n\nFor more information",
+        ),
+        (
+            &[],
+            &[("BETTER_COMPUTE_LISTEN", "foo:bar")],
+            2,
+            "error: invalid value 'foo:bar' for '--listen <LISTEN>': not HOST:PORT, such as \
+             127.0.0.1:8080, [::1]:8080 or localhost:8080\n  \
+             (the value of the variable BETTER_COMPUTE_LISTEN)\n\nFor more information",
+        ),
+        (
+            &[],
+            &[("BETTER_COMPUTE_VPS", "maybe")],
+            2,
+            "error: invalid value 'maybe' for '--vps <VPS>': value was not a boolean\n  \
+             (the value of the variable BETTER_COMPUTE_VPS)\n",
+        ),
+        (
+            &["--drift-every", "0s"],
+            &[],
+            1,
+            "error: --drift-every \"0s\" must be more than 0\n",
+        ),
+        (
+            &[],
+            &[("BETTER_COMPUTE_DRIFT_EVERY", "abc")],
+            1,
+            "error: BETTER_COMPUTE_DRIFT_EVERY \"abc\" is not a duration such as 15m or 2s: ",
+        ),
+        (
+            &["--config", "drift.toml"],
+            &[],
+            1,
+            "error: driftEvery \"5 parsecs\" in drift.toml is not a duration such as 15m or 2s: ",
+        ),
+        (
+            &["--config", "listen.toml"],
+            &[],
+            1,
+            "error: listen \"127.0.0.1:99999\" in listen.toml is not HOST:PORT, such as \
+             127.0.0.1:8080, [::1]:8080 or localhost:8080\n",
+        ),
+    ];
+    for (args, vars, code, expected) in cases {
+        let args: Vec<&str> = ["serve"].iter().chain(*args).chain(&db).copied().collect();
+        let run = sandbox.run(&args, vars);
+        assert_eq!(run.code, *code, "{args:?} {vars:?}: {}", run.stderr);
+        // The server logs its start before it reads the settings: the error is the last line.
+        let error = &run.stderr[run.stderr.find("error: ").unwrap_or(0)..];
+        assert!(
+            error.starts_with(expected),
+            "{args:?} {vars:?}:\n{}",
+            run.stderr
+        );
+    }
+    assert!(!sandbox.path("never.db").exists());
+}
+
 #[test]
 fn a_missing_url_or_token_says_how_to_provide_it() {
     let sandbox = Sandbox::new();

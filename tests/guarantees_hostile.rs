@@ -409,6 +409,30 @@ async fn hostile_inputs_are_refused_and_change_nothing(db: Db) {
             (404, "NOT_FOUND"),
         ),
         (
+            "a method's path with a trailing slash".into(),
+            "GET",
+            "/api/fleet.status/?tenantId=root".into(),
+            json,
+            vec![],
+            (404, "NOT_FOUND"),
+        ),
+        (
+            "a POST to a method's path with a trailing slash".into(),
+            "POST",
+            "/api/fleet.export/".into(),
+            json,
+            b"{}".to_vec(),
+            (404, "NOT_FOUND"),
+        ),
+        (
+            "an empty method name".into(),
+            "GET",
+            "/api//".into(),
+            json,
+            vec![],
+            (404, "NOT_FOUND"),
+        ),
+        (
             "the API's root without its slash".into(),
             "GET",
             "/api".into(),
@@ -1064,14 +1088,14 @@ async fn rate_limits_are_per_key() {
     // Guesses at the same key's secret share its bucket.
     let guess = with_last_char_changed(&admin);
     assert_eq!(list(guess).await.0, 429);
-    // The health check is never limited.
-    let health = fleet
-        .client()
-        .get(fleet.server.url("/api/health"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), 200);
+    // The health check is never limited, not even with the spent key (a probe may carry one).
+    for key in [None, Some(&admin)] {
+        let mut probe = fleet.client().get(fleet.server.url("/api/health"));
+        if let Some(key) = key {
+            probe = probe.bearer_auth(key);
+        }
+        assert_eq!(probe.send().await.unwrap().status(), 200, "{key:?}");
+    }
     // The bucket refills (one token in 2 s).
     let refilled = guarantees_support::eventually(Duration::from_secs(10), async || {
         list(admin.clone()).await.0 == 200
@@ -1162,6 +1186,32 @@ impl RawAnswer {
             "{label}"
         );
     }
+}
+
+/// A request whose body HTTP/1.1 cannot frame is refused by hyper before any route, as
+/// contracts.md says: 400, an empty body, and the connection closed (the one case besides 414
+/// and 431 without the envelope). Nothing runs, so nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unframable_requests_are_refused_before_any_route() {
+    let (database, fleet) = fleet_with_seed(Db::Sqlite).await;
+    let before = snapshot(&database).await;
+    let addr = fleet.server.addr();
+    let auth = format!("Authorization: Bearer {}", fleet.key);
+    for framing in [
+        "Content-Length: abc",
+        "Content-Length: 2\r\nContent-Length: 3",
+        "Transfer-Encoding: gzip",
+    ] {
+        let head = format!("POST /api/site.create HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\n{framing}");
+        let body = br#"{"tenantId":"root","kind":"shared","region":"eu"}"#;
+        let answer = tokio::task::spawn_blocking(move || raw_exchange(addr, &head, body, 1 << 16))
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 400, "{framing}");
+        assert!(answer.body.is_empty(), "{framing}");
+        assert_eq!(answer.header("connection"), Some("close"), "{framing}");
+    }
+    assert_eq!(snapshot(&database).await, before);
 }
 
 /// A body over 16 MiB is answered 413 with the error envelope, and only then is the
@@ -1446,6 +1496,19 @@ async fn input_errors_are_written_as_the_documents_are(db: Db) {
             "config.region".into(),
             "invalid type: integer `12345678`, expected a string".into()
         )
+    );
+    // Valid JSON nested past serde_json's 127 levels: what is not read, at its path, with no
+    // place in the text (which is JSON).
+    let deep = format!(
+        r#"{{"tenantId": "root", "name": "pp", "provider": "x", "config": {{"a": {}{}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let (path, message) = at(&input_error(&fleet, "providerAccount.create", deep.as_bytes()).await);
+    assert!(path.starts_with("config.a[0]"), "{path}");
+    assert_eq!(
+        message,
+        "nests lists and objects deeper than the 127 levels the server reads"
     );
     // The document's validator says the same without the value.
     let mut document = seed_document();

@@ -386,6 +386,25 @@ async fn refusals_are_audited_where_they_can_be_read(db: Db) {
         .await;
     assert_eq!(bad.details["path"], "tenantId");
     assert!(rows("globex").await.is_empty());
+    // The same for a caller that holds everything: the input's mistake, not "not found".
+    for method in [
+        "webhook.delete",
+        "webhook.rotateSecret",
+        "webhook.deliveries",
+        "webhook.redeliver",
+        "grant.delete",
+        "apiKey.revoke",
+        "site.get",
+    ] {
+        for tenant in ["NOPE!", "", long.as_str()] {
+            let mut input = json!({ "tenantId": tenant, "id": "x" });
+            if method == "webhook.redeliver" {
+                input["eventId"] = json!("x");
+            }
+            let bad = fleet.fails(method, input, "INVALID_INPUT").await;
+            assert_eq!(bad.details["path"], "tenantId", "{method}: {bad:?}");
+        }
+    }
 
     fleet
         .fails_as(
@@ -1770,6 +1789,15 @@ async fn iam_gives_no_more_than_it_holds(db: Db) {
             .contains("unknown event type \"fleet.drift\" (known: fleet.drifted, fleet.converged)"),
         "{typo:?}"
     );
+    // Nor is an empty one read as every type.
+    let empty = fleet
+        .fails(
+            "event.list",
+            json!({ "tenantId": "root", "type": "" }),
+            "INVALID_INPUT",
+        )
+        .await;
+    assert_eq!(empty.details["path"], "type", "{empty:?}");
     fleet
         .ok(
             "event.list",

@@ -273,10 +273,35 @@ fn parse() -> Cli {
         })
     });
     let mut command = command;
-    let matches = command
-        .try_get_matches_from_mut(std::env::args_os())
-        .unwrap_or_else(|err| shown(err));
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut command).exit());
+    let matches = match command.try_get_matches_from_mut(std::env::args_os()) {
+        Ok(matches) => matches,
+        Err(err) => match variable_of(&err, &command) {
+            // clap names the flag (`--listen <LISTEN>`) even when the value came from its
+            // variable: say which variable, so that the value is found where it was written.
+            Some(variable) => {
+                let text = err.render().to_string();
+                let (what, rest) = text.split_once("\n\n").unwrap_or((text.trim_end(), ""));
+                output::stderr(format_args!(
+                    "{what}\n  (the value of the variable {variable})\n\n{rest}"
+                ));
+                std::process::exit(err.exit_code())
+            }
+            None => shown(err),
+        },
+    };
+    let mut cli =
+        Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut command).exit());
+    if let (Command::Serve(args), Some(serve)) =
+        (&mut cli.command, matches.subcommand_matches("serve"))
+    {
+        args.from_variables = serve
+            .ids()
+            .filter(|id| {
+                serve.value_source(id.as_str()) == Some(clap::parser::ValueSource::EnvVariable)
+            })
+            .map(|id| id.to_string())
+            .collect();
+    }
     if let Command::Fleet(_) = cli.command {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         if let Some(flag) = repeated_connection_flag(&args) {
@@ -296,6 +321,34 @@ fn parse() -> Cli {
         }
     }
     cli
+}
+
+/// The variable a refused `serve` value came from: clap refused the value of a flag that the
+/// command line does not hold, and the flag's variable holds that value.
+fn variable_of(err: &clap::Error, command: &clap::Command) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match err.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.as_str()),
+        _ => None,
+    };
+    let long = text(ContextKind::InvalidArg)?
+        .split_whitespace()
+        .next()?
+        .strip_prefix("--")?;
+    let value = text(ContextKind::InvalidValue)?;
+    let variable = command
+        .find_subcommand("serve")?
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(long))?
+        .get_env()?
+        .to_str()?;
+    let flag = format!("--{long}");
+    let on_command_line = std::env::args_os().any(|arg| {
+        let arg = arg.to_string_lossy();
+        arg == flag || arg.starts_with(&format!("{flag}="))
+    });
+    let holds = std::env::var(variable).is_ok_and(|v| v.trim() == value.trim());
+    (holds && !on_command_line).then(|| variable.to_owned())
 }
 
 /// Ends the process for what clap stops at: help and the version are printed on standard

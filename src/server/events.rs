@@ -184,13 +184,17 @@ pub async fn list(
         .await?;
     super::iam::require_tenant(&mut *state.db.pool.acquire().await?, &input.tenant_id).await?;
     let limit = i64::from(input.limit.unwrap_or(100).min(1000));
-    let kind = input.kind.unwrap_or_default();
-    if !kind.is_empty() && !TYPES.contains(&kind.as_str()) {
-        return Err(ApiError::invalid(
-            "type",
-            format!("unknown event type {kind:?} (known: {})", TYPES.join(", ")),
-        ));
-    }
+    // An empty type is no type either (`?type=` must not read as "every type").
+    let kind = match input.kind {
+        None => String::new(),
+        Some(kind) if TYPES.contains(&kind.as_str()) => kind,
+        Some(kind) => {
+            return Err(ApiError::invalid(
+                "type",
+                format!("unknown event type {kind:?} (known: {})", TYPES.join(", ")),
+            ));
+        }
+    };
     let before = input.before.unwrap_or_default();
     let rows = sqlx::query(
         "SELECT id, tenant_id, type, subject, payload, created_at FROM events \

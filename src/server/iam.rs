@@ -78,13 +78,15 @@ impl Caller {
         permission: &str,
         scope: &str,
     ) -> Result<(), ApiError> {
-        if self.allows(permission, scope) {
-            return Ok(());
-        }
+        // A malformed tenant id is the input's mistake whoever calls, so it is said before the
+        // decision (a caller holding `*` would otherwise be told the object is not found).
         // A refusal is audited under the tenant it names, so the name must be one (else any
         // caller could store rows of any size), and the tenant must exist (else nobody could
         // read the row): a refusal naming an unknown tenant goes to the caller's own log.
         check_name("tenantId", tenant_id)?;
+        if self.allows(permission, scope) {
+            return Ok(());
+        }
         let details = json!({ "method": method, "permission": permission, "scope": scope });
         let mut conn = state.db.pool.acquire().await?;
         let (logged_in, logged) = match tenant_exists(&mut conn, tenant_id).await? {
@@ -507,11 +509,19 @@ fn refuse_nul(input: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The message of input nested deeper than serde_json reads.
+const TOO_DEEP: &str = "nests lists and objects deeper than the 127 levels the server reads";
+
 fn path_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let mut message = err.inner().to_string();
     let mut path = path_of(err.path());
     if planner::wire::is_out_of_range(err.inner()) {
         return ApiError::invalid(path, planner::wire::OUT_OF_RANGE);
+    }
+    // Valid JSON nested past serde_json's limit: say what is not read, at its path, rather than
+    // blame the text (the planner's JS package words it the same way).
+    if message.starts_with("recursion limit exceeded") {
+        return ApiError::invalid(path, TOO_DEEP);
     }
     // A value of the wrong kind or an unknown field is placed by its path; serde_json's
     // `at line L column C` would say where in the text it stopped reading, which for a GET is

@@ -93,6 +93,21 @@ pub struct ServeArgs {
         value_parser = BoolishValueParser::new()
     )]
     pub webhook_allow_private: bool,
+    /// The ids of the flags whose values came from their `BETTER_COMPUTE_*` variable (filled
+    /// by the CLI from clap's matches), so that a bad value is told where it was written.
+    #[arg(skip)]
+    pub from_variables: Vec<String>,
+}
+
+impl ServeArgs {
+    /// How a person wrote the setting `id`, given on the command line or by a variable:
+    /// `--drift-every` or `BETTER_COMPUTE_DRIFT_EVERY`.
+    fn written(&self, id: &str, flag: &str, variable: &str) -> String {
+        match self.from_variables.iter().any(|v| v == id) {
+            true => variable.to_owned(),
+            false => flag.to_owned(),
+        }
+    }
 }
 
 /// The `--config` file.
@@ -153,17 +168,35 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let drift = args
-            .drift_every
-            .or(file.drift_every)
-            .unwrap_or_else(|| "15m".into());
+        // A bad value is told as it was written: `--drift-every "abc"`,
+        // `BETTER_COMPUTE_DRIFT_EVERY "abc"`, `driftEvery "abc" in server.toml`.
+        let in_file = |key: &str, value: &str| match &args.config {
+            Some(path) => format!("{key} {value:?} in {}", path.display()),
+            None => format!("{key} {value:?}"),
+        };
+        let (drift, drift_written) = match (&args.drift_every, file.drift_every) {
+            (Some(given), _) => {
+                let name =
+                    args.written("drift_every", "--drift-every", "BETTER_COMPUTE_DRIFT_EVERY");
+                (given.clone(), format!("{name} {given:?}"))
+            }
+            (None, Some(filed)) => {
+                let written = in_file("driftEvery", &filed);
+                (filed, written)
+            }
+            (None, None) => ("15m".into(), "driftEvery \"15m\"".into()),
+        };
         let drift_every = humantime::parse_duration(&drift)
-            .with_context(|| format!("driftEvery {drift:?} is not a duration such as 15m or 2s"))?;
-        anyhow::ensure!(!drift_every.is_zero(), "driftEvery must be more than 0");
+            .with_context(|| format!("{drift_written} is not a duration such as 15m or 2s"))?;
+        anyhow::ensure!(
+            !drift_every.is_zero(),
+            "{drift_written} must be more than 0"
+        );
         let vps = args.vps.or(file.modules.vps).unwrap_or(true);
         let listen = match (args.listen, file.listen) {
             (Some(flag), _) => flag,
-            (None, Some(listen)) => listen_address(&listen).map_err(anyhow::Error::msg)?,
+            (None, Some(listen)) => listen_address(&listen)
+                .map_err(|why| anyhow::anyhow!("{} is {why}", in_file("listen", &listen)))?,
             (None, None) => "127.0.0.1:8080".into(),
         };
         Ok(Config {
@@ -199,10 +232,7 @@ fn listen_address(text: &str) -> Result<String, String> {
     if well_formed {
         Ok(text.to_owned())
     } else {
-        Err(format!(
-            "listen {text:?} is not HOST:PORT, such as 127.0.0.1:8080, [::1]:8080 or \
-             localhost:8080"
-        ))
+        Err("not HOST:PORT, such as 127.0.0.1:8080, [::1]:8080 or localhost:8080".into())
     }
 }
 
@@ -531,6 +561,9 @@ pub fn router(state: AppState) -> Router {
         // answered in the API's envelope rather than by the console's files.
         .route("/api", any(api::unknown_path))
         .route("/api/", any(api::unknown_path))
+        // The catch-all below needs something after the slash: a method's path with a
+        // trailing slash has a route of its own, or it would reach the console's files.
+        .route("/api/{method}/", any(api::unknown_path))
         .route("/api/{method}/{*rest}", any(api::unknown_path))
         .layer(axum::middleware::from_fn_with_state(
             ratelimit::Limiter::from_env(),
