@@ -99,6 +99,18 @@ struct Stub {
 
 impl Stub {
     fn start(answer: impl Fn(&str) -> Option<(u16, Value)> + Send + 'static) -> Stub {
+        Stub::raw(move |path| {
+            let (status, body) = answer(path)?;
+            Some((
+                status,
+                "content-type: application/json\r\n".into(),
+                body.to_string(),
+            ))
+        })
+    }
+
+    /// A stub that answers a status, header lines (each ending in CRLF) and a body as given.
+    fn raw(answer: impl Fn(&str) -> Option<(u16, String, String)> + Send + 'static) -> Stub {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let paths = Arc::new(Mutex::new(Vec::new()));
@@ -112,11 +124,10 @@ impl Stub {
                 };
                 let reply = answer(&path);
                 seen.lock().unwrap().push(path);
-                if let Some((status, body)) = reply {
-                    let body = body.to_string();
+                if let Some((status, headers, body)) = reply {
                     let _ = write!(
                         stream,
-                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
+                        "HTTP/1.1 {status} X\r\n{headers}\
                          content-length: {}\r\nconnection: close\r\n\r\n{body}",
                         body.len()
                     );
@@ -810,6 +821,69 @@ fn export_refuses_to_overwrite_a_file() {
     );
 }
 
+/// Export files are moved in whole: a name taken while the server answered is refused (the
+/// other's file kept, the other file of the export removed), no temporary file stays behind,
+/// and a file written has the mode any new file of the user has (not a temporary file's 0600).
+#[test]
+fn export_files_appear_whole_and_never_over_another() {
+    let sandbox = Sandbox::new();
+    let folder = sandbox.path("");
+    let taken = folder.join("late.json");
+    let stub = Stub::start(move |_| {
+        // Someone else writes the state's name while the server answers.
+        std::fs::write(&taken, "theirs").unwrap();
+        Some((200, json!({ "config": { "version": 1 }, "missing": [] })))
+    });
+    let vars = [
+        ("BETTER_COMPUTE_URL", stub.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let export = |out: &str, state: &str| {
+        sandbox.run(
+            &[
+                "fleet", "export", "--tenant", "root", "--out", out, "--state", state,
+            ],
+            &vars,
+        )
+    };
+    let run = export("new.json", "late.json");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "error: late.json already exists; refusing to overwrite it (remove it or choose another file)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folder.join("late.json")).unwrap(),
+        "theirs"
+    );
+    assert!(!folder.join("new.json").exists(), "all or nothing");
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect()
+    };
+    assert_eq!(leftovers(), Vec::<String>::new());
+
+    let run = export("fleet.json", "state.json");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(leftovers(), Vec::<String>::new());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |name: &str| {
+            std::fs::metadata(folder.join(name))
+                .unwrap()
+                .permissions()
+                .mode()
+        };
+        std::fs::write(folder.join("plain.txt"), "").unwrap();
+        assert_eq!(mode("fleet.json"), mode("plain.txt"));
+        assert_eq!(mode("state.json"), mode("plain.txt"));
+    }
+}
+
 #[test]
 fn colour_only_when_asked_and_never_with_no_color() {
     let sandbox = Sandbox::new();
@@ -863,6 +937,54 @@ fn completions_for_each_shell() {
         assert!(run.stdout.contains("plan-hash"), "{shell}");
     }
     assert_eq!(sandbox.run(&["completions", "tcsh"], &[]).code, 2);
+}
+
+/// The bash script completes past the first word: subcommands, then their flags (the
+/// generator's labels for a hyphenated program did not match, clap-rs/clap#6421).
+#[test]
+fn bash_completes_subcommands_and_their_flags() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.run(&["completions", "bash"], &[]).stdout;
+    std::fs::write(sandbox.path("c.bash"), script).unwrap();
+    let complete = |words: &[&str]| -> Vec<String> {
+        let words: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let cword = words.len() - 1;
+        let program = format!(
+            "set -e; source ./c.bash; COMP_WORDS=({}); COMP_CWORD={cword}; \
+             _better__compute better-compute {} {}; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            words.join(" "),
+            words[cword],
+            words[cword - 1],
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &program])
+            .current_dir(sandbox.path(""))
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(complete(&["better-compute", "fl"]), ["fleet"]);
+    let mut commands = complete(&["better-compute", "fleet", ""]);
+    commands.retain(|c| !c.starts_with('-'));
+    commands.sort();
+    assert_eq!(
+        commands,
+        ["apply", "export", "help", "plan", "status", "validate"]
+    );
+    assert!(complete(&["better-compute", "fleet", "plan", "--t"]).contains(&"--tenant".to_owned()));
+    assert_eq!(
+        complete(&["better-compute", "fleet", "apply", "--plan-h"]),
+        ["--plan-hash"]
+    );
 }
 
 #[test]
@@ -1034,6 +1156,57 @@ fn a_lost_answer_to_fleet_apply_says_the_outcome_is_unknown() {
     assert!(
         run.stderr
             .starts_with("error: cannot reach http://127.0.0.1:9: "),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A redirect is told, not followed (reqwest would drop the key, and a 301 would make the POST
+/// a GET without its document); a page that is not JSON says the URL may not be the server's.
+#[test]
+fn a_redirect_or_a_page_is_not_the_server() {
+    let sandbox = Sandbox::new();
+    let target = Stub::start(|_| Some((200, json!({ "tenantId": "root" }))));
+    let location = format!("{}/api/fleet.status", target.url);
+    let redirect =
+        Stub::raw(move |_| Some((307, format!("location: {location}\r\n"), String::new())));
+    let vars = [
+        ("BETTER_COMPUTE_URL", redirect.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let run = sandbox.run(&["fleet", "status", "--tenant", "root"], &vars);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: HTTP_307: the server answered 307 Temporary Redirect, a redirect to \
+             {}/api/fleet.status; the CLI does not follow redirects (the API key would not go \
+             along): give the URL it redirects to\n",
+            target.url
+        )
+    );
+    assert!(target.paths.lock().unwrap().is_empty(), "not followed");
+    // A login page answering 200.
+    let page = Stub::raw(|_| {
+        Some((
+            200,
+            "content-type: text/html\r\n".into(),
+            "<html>Sign in</html>".into(),
+        ))
+    });
+    let vars = [
+        ("BETTER_COMPUTE_URL", page.url.as_str()),
+        ("BETTER_COMPUTE_TOKEN", "t"),
+    ];
+    let run = sandbox.run(&["fleet", "status", "--tenant", "root"], &vars);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(
+            "error: the answer of fleet.status is not what this CLI expects: the server answered \
+             200 OK with text that is not JSON ("
+        ) && run
+            .stderr
+            .ends_with("); is the URL a better-compute server, without a path?\n"),
         "{}",
         run.stderr
     );

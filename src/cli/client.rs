@@ -71,6 +71,10 @@ impl Client {
     pub fn new(connection: Connection) -> Result<Client, CliError> {
         let http = reqwest::blocking::Client::builder()
             .user_agent(concat!("better-compute-cli/", env!("CARGO_PKG_VERSION")))
+            // A redirect is answered, not followed: reqwest would drop the key on the way (the
+            // server then says UNAUTHENTICATED to a caller who gave one) and a 301 would turn
+            // the POST into a GET without its document.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
             .build()
             .map_err(|err| CliError::failed(format!("setting up the HTTP client: {err}")))?;
@@ -92,15 +96,32 @@ impl Client {
             .send()
             .map_err(|err| self.failure(method, &err))?;
         let status = response.status();
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_owned);
         let body = response.bytes().map_err(|err| self.failure(method, &err))?;
         if status.is_success() {
             return serde_json::from_slice(&body).map_err(|err| {
+                // A login page or a proxy's answers 200 too: that is not the server.
+                let why = match serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                    Ok(_) => err.to_string(),
+                    Err(_) => format!("the server answered {status} with text that is not JSON ({err}); {NOT_THE_SERVER}"),
+                };
                 CallError::Transport(CliError::failed(format!(
-                    "the answer of {method} is not what this CLI expects: {err}"
+                    "the answer of {method} is not what this CLI expects: {why}"
                 )))
             });
         }
-        Err(CallError::Api(read_error(status, &body)))
+        let mut error = read_error(status, &body);
+        if let Some(location) = location.filter(|_| status.is_redirection()) {
+            error.message = format!(
+                "the server answered {status}, a redirect to {location}; the CLI does not \
+                 follow redirects (the API key would not go along): give the URL it redirects to"
+            );
+        }
+        Err(CallError::Api(error))
     }
 
     /// A failed request, as far as the client can tell what reached the server: a connection
@@ -129,6 +150,9 @@ impl Client {
     }
 }
 
+/// The hint of an answer that no better-compute server gives.
+const NOT_THE_SERVER: &str = "is the URL a better-compute server, without a path?";
+
 /// The server's error body, or a stand-in when it sent something else (a proxy's page).
 fn read_error(status: reqwest::StatusCode, body: &[u8]) -> ApiError {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
@@ -146,8 +170,7 @@ fn read_error(status: reqwest::StatusCode, body: &[u8]) -> ApiError {
             code: format!("HTTP_{}", status.as_u16()),
             // A proxy's page, a web server's 404 or 405: the URL is likely not the server's.
             message: format!(
-                "the server answered {status} without an error body (is the URL a \
-                 better-compute server, without a path?)"
+                "the server answered {status} without an error body ({NOT_THE_SERVER})"
             ),
             details: Value::Null,
         },

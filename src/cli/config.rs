@@ -129,20 +129,28 @@ impl Connection {
                  it?); an API key is one line of printable characters"
             )));
         }
-        let url = url.trim().trim_end_matches('/').to_owned();
+        // Messages quote the URL as given; requests use it without its trailing slashes.
+        let given = url.trim();
+        let url = given.trim_end_matches('/').to_owned();
         // A scheme is case-insensitive (RFC 3986): `HTTP://` is http.
         let scheme = |prefix: &str| {
-            url.get(..prefix.len())
+            given
+                .get(..prefix.len())
                 .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
         };
-        if !(scheme("http://") || scheme("https://")) {
+        let Some(scheme) = ["http://", "https://"].into_iter().find(|p| scheme(p)) else {
             return Err(CliError::usage(format!(
-                "the server URL {url:?} must start with http:// or https://"
+                "the server URL {given:?} must start with http:// or https://"
+            )));
+        };
+        if url.len() <= scheme.len() {
+            return Err(CliError::usage(format!(
+                "the server URL {given:?} names no host: {scheme}HOST[:PORT]"
             )));
         }
         if let Err(err) = reqwest::Url::parse(&url) {
             return Err(CliError::usage(format!(
-                "the server URL {url:?} is not a valid URL: {err}"
+                "the server URL {given:?} is not a valid URL: {err}"
             )));
         }
         Ok(Connection { url, token })
@@ -288,6 +296,23 @@ mod tests {
                 }
                 other => panic!("{given}: {other:?}"),
             }
+        }
+        // A URL with no host is said so, quoted as given (not cut to `http:`).
+        for given in ["http://", "https:///", " http:// "] {
+            let flags = ConnectionFlags {
+                url: Some(given.into()),
+                config: None,
+            };
+            let err = resolve(&flags, &[(TOKEN_VAR, "t")]).unwrap_err();
+            let expected = format!(
+                "the server URL {:?} names no host: {}HOST[:PORT]",
+                given.trim(),
+                &given.trim()[..given.trim().find("//").unwrap() + 2]
+            );
+            assert!(
+                matches!(&err, CliError::Usage(m) if *m == expected),
+                "{err}"
+            );
         }
     }
 

@@ -100,16 +100,26 @@ pub fn export(
     }
     // All or nothing: the files are written whole before the document goes to standard
     // output (a document there and then an error would look like success to a pipe), and
-    // removed when anything fails (a file left behind would refuse the next attempt).
+    // removed when anything fails (a file left behind would refuse the next attempt). Each is
+    // written beside its target and moved in whole, so a process killed mid-write (a cancelled
+    // CI job) leaves no cut file under the target's name.
     let mut created = Vec::new();
     let outcome: Result<(), CliError> = (|| {
-        for (path, text) in &files {
-            // Never another's file: only what create_new made is removed on failure.
-            let mut file = create_new(path)?;
+        let written = files
+            .iter()
+            .map(|(path, text)| written_beside(path, text))
+            .collect::<Result<Vec<_>, _>>()?;
+        for ((path, _), file) in files.iter().zip(written) {
+            // Never another's file: a name taken meanwhile is refused, and only what was
+            // moved in here is removed on failure.
+            file.persist_noclobber(path).map_err(|err| {
+                if err.error.kind() == std::io::ErrorKind::AlreadyExists {
+                    already_exists(path)
+                } else {
+                    CliError::failed(format!("cannot create {}: {}", path.display(), err.error))
+                }
+            })?;
             created.push(*path);
-            file.write_all(text.as_bytes())
-                .and_then(|()| file.sync_all())
-                .map_err(|err| CliError::failed(format!("writing {}: {err}", path.display())))?;
         }
         if out.is_none() {
             say!("{}", pretty(config));
@@ -796,31 +806,40 @@ fn blocked_error(changes: &[Change], marked: bool) -> CliError {
 }
 
 fn refuse_existing(path: &Path) -> Result<(), CliError> {
-    if path.exists() {
-        return Err(CliError::failed(format!(
-            "{} already exists; refusing to overwrite it (remove it or choose another file)",
-            path.display()
-        )));
+    match path.exists() {
+        true => Err(already_exists(path)),
+        false => Ok(()),
     }
-    Ok(())
 }
 
-/// Creates a new file; an existing one is never overwritten, even if it appeared meanwhile.
-fn create_new(path: &Path) -> Result<std::fs::File, CliError> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|err| {
-            if err.kind() == std::io::ErrorKind::AlreadyExists {
-                CliError::failed(format!(
-                    "{} already exists; refusing to overwrite it (remove it or choose another file)",
-                    path.display()
-                ))
-            } else {
-                CliError::failed(format!("cannot create {}: {err}", path.display()))
-            }
-        })
+/// `text` in a new hidden file beside `path` (`.NAME.XXXXXX.tmp`), synced, ready to be moved
+/// in; dropped (so removed) on failure.
+fn written_beside(path: &Path, text: &str) -> Result<tempfile::NamedTempFile, CliError> {
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let cannot =
+        |err: std::io::Error| CliError::failed(format!("cannot create {}: {err}", path.display()));
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // A file as any other the user makes (0666 less the umask), not a temporary file's 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut file = builder.tempfile_in(folder).map_err(cannot)?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(|err| CliError::failed(format!("writing {}: {err}", path.display())))?;
+    Ok(file)
+}
+
+fn already_exists(path: &Path) -> CliError {
+    CliError::failed(format!(
+        "{} already exists; refusing to overwrite it (remove it or choose another file)",
+        path.display()
+    ))
 }
 
 /// The folder a new file goes in must exist: checked before asking the server. A path that

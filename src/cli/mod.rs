@@ -248,10 +248,23 @@ pub fn main() -> ExitCode {
             // Into memory first: `generate` panics on a failed write (`| head -c1`).
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "better-compute", &mut script);
+            if shell == clap_complete::Shell::Bash {
+                script = bash_labels_fixed(&script);
+            }
             error::exit(output::stdout_bytes(&script))
         }
         Command::Fleet(args) => error::exit(run_fleet(args)),
     }
+}
+
+/// clap_complete's bash script spells the state of a hyphenated program's subcommands two ways
+/// (the loop sets `better__compute__subcmd__fleet`, the `case` arms read
+/// `better__subcmd__compute__subcmd__fleet`), so nothing after the first word completed
+/// (clap-rs/clap#6421, open): the arms are written as the loop spells them.
+fn bash_labels_fixed(script: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(script)
+        .replace("better__subcmd__compute", "better__compute")
+        .into_bytes()
 }
 
 /// Parses the command line. An empty (or blank) variable counts as unset, as the fleet
