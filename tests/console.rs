@@ -1,8 +1,8 @@
 //! The console in real headless Chromium, served by the real binary (`--demo`, a fresh SQLite
 //! file): sign in, see drift after a hand edit, validate and plan a document in the page (its
 //! planHash equals the server's `fleet.plan`), get CONFIG_DRIFT explained for a stale plan,
-//! apply, and see the drift cleared. Screenshots of every view, at a laptop's width (1366) and a
-//! tablet's (768), land in `target/console-screenshots/`.
+//! apply, and see the drift cleared. Screenshots of every view, at a laptop's width (1366), a
+//! tablet's (768) and a phone's (390), land in `target/console-screenshots/`.
 
 mod common;
 
@@ -137,10 +137,11 @@ async fn page_hash_is_the_servers(
     page_hash
 }
 
-/// Screenshots of the whole page at a laptop's width and a tablet's (`NAME-laptop.png`,
-/// `NAME-tablet.png`); at each, nothing may be wider than the window.
+/// Screenshots of the whole page at a laptop's width, a tablet's and a phone's
+/// (`NAME-laptop.png`, `NAME-tablet.png`, `NAME-phone.png`); at each, nothing may be wider
+/// than the window.
 async fn screenshots(browser: &Browser, name: &str) {
-    for (suffix, width) in [("laptop", 1366), ("tablet", 768)] {
+    for (suffix, width) in [("laptop", 1366), ("tablet", 768), ("phone", 390)] {
         screenshot(browser, &format!("{name}-{suffix}"), width).await;
     }
 }
@@ -163,7 +164,10 @@ async fn screenshot(browser: &Browser, name: &str, width: u32) {
     let overflow = browser
         .execute(
             "const page = document.documentElement; const out = []; \
-             if (page.scrollWidth > page.clientWidth) out.push('the page: ' + page.scrollWidth); \
+             if (page.scrollWidth > page.clientWidth) { out.push('the page: ' + page.scrollWidth); \
+               for (const e of document.querySelectorAll('body *')) \
+                 if (e.getBoundingClientRect().right > page.clientWidth + 0.5 && out.length < 6) \
+                   out.push(e.tagName + '#' + e.id + '.' + e.className + ': ' + e.getBoundingClientRect().right); } \
              for (const dd of document.querySelectorAll('#applied dd')) \
                if (dd.scrollWidth > dd.clientWidth) out.push(dd.id + ': ' + dd.scrollWidth + ' > ' + dd.clientWidth); \
              return out;",
@@ -681,17 +685,31 @@ async fn the_console_shows_drift_plans_in_the_browser_and_applies() {
 
     // The fleet moves after the export: the reviewed plan is stale, and the page says so.
     hand_edit_policy(&server, &admin, 0.5).await;
-    // The confirmation takes the focus; Escape cancels it and gives the focus back to Apply.
+    // The confirmation takes the focus and keeps it (Tab and Shift+Tab go round its two
+    // buttons); Escape cancels it and gives the focus back to Apply.
     click(&browser, "#apply").await;
     wait_for(&browser, "#confirm").await;
     expect_focus(&browser, "confirm-apply").await;
-    browser
-        .active_element()
-        .await
-        .unwrap()
-        .send_keys(&Key::Escape)
-        .await
-        .unwrap();
+    let press = async |keys: String| {
+        browser
+            .active_element()
+            .await
+            .unwrap()
+            .send_keys(&keys)
+            .await
+            .unwrap();
+    };
+    let shift_tab = format!("{}{}", Key::Shift, Key::Tab);
+    for (keys, to) in [
+        (Key::Tab.to_string(), "cancel-apply"),
+        (Key::Tab.to_string(), "confirm-apply"),
+        (shift_tab.clone(), "cancel-apply"),
+        (shift_tab, "confirm-apply"),
+    ] {
+        press(keys).await;
+        expect_focus(&browser, to).await;
+    }
+    press(Key::Escape.to_string()).await;
     let deadline = Instant::now() + WAIT;
     while browser.find(Locator::Css("#confirm")).await.is_ok() {
         assert!(Instant::now() < deadline, "Escape did not cancel");

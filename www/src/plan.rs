@@ -1103,8 +1103,34 @@ fn ApplyPanel(
                     }
                 }
                 on:keydown=move |ev| {
-                    if ev.key() == "Escape" && matches!(applying.get_untracked(), Applying::Confirming) {
-                        applying.set(Applying::Idle);
+                    if !matches!(applying.get_untracked(), Applying::Confirming) {
+                        return;
+                    }
+                    match ev.key().as_str() {
+                        "Escape" => applying.set(Applying::Idle),
+                        // The confirmation (an alertdialog) keeps the keyboard until it is
+                        // answered: Tab past Cancel comes back to Apply now, Shift+Tab the
+                        // other way round.
+                        "Tab" => {
+                            let document = web_sys::window().and_then(|w| w.document());
+                            let focused = document
+                                .as_ref()
+                                .and_then(|d| d.active_element())
+                                .map(|e| e.id());
+                            let to = match (ev.shift_key(), focused.as_deref()) {
+                                (false, Some("cancel-apply")) => "confirm-apply",
+                                (true, Some("confirm-apply")) => "cancel-apply",
+                                _ => return,
+                            };
+                            if let Some(button) = document
+                                .and_then(|d| d.get_element_by_id(to))
+                                .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                            {
+                                ev.prevent_default();
+                                let _ = button.focus();
+                            }
+                        }
+                        _ => {}
                     }
                 }
             ></div>
