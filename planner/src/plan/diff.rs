@@ -769,6 +769,21 @@ impl<'a> Planner<'a> {
         )
     }
 
+    /// The note of a create whose derived `id` is already the name of another item of `kind`
+    /// (one that exists, or one this plan creates under another id): one reference would mean
+    /// both, and the server refuses the create (docs/contracts.md), so the plan says so first.
+    fn id_taken_as_name(&self, kind: Kind, id: &Id<'a>) -> Option<String> {
+        let Cow::Owned(id) = id else { return None };
+        let named = self.by_name(kind)?.get(&Key::new(id))?;
+        let taken = named.item.is_some() || named.made.as_ref().is_some_and(|other| other != id);
+        taken.then(|| {
+            format!(
+                "its create would give it the id {id}, which {} \"{id}\" has as its name",
+                kind.noun()
+            )
+        })
+    }
+
     /// The exported object of `kind` named `export_name` (a flavor's is found by its config
     /// item: [`Self::flavor_objects`]).
     fn object(&self, kind: Kind, export_name: &str) -> Option<&'a ObjectRef<'a>> {
@@ -967,13 +982,15 @@ impl<'a> Planner<'a> {
                         kind: s.kind,
                         region: s.region.as_str().to_owned(),
                     });
+                    let id = self.id_of(Kind::Site, &s.name);
+                    let notes = self.id_taken_as_name(Kind::Site, &id).into_iter().collect();
                     let name = s.name.as_str().to_owned();
                     self.record(
                         Kind::Site,
                         name,
                         Action::Create,
                         None,
-                        vec![],
+                        notes,
                         None,
                         Some((step::SITE_CREATE, call)),
                     );
@@ -1065,6 +1082,8 @@ impl<'a> Planner<'a> {
                             provider: a.provider.as_str().to_owned(),
                             config: to_strings(&a.config),
                         });
+                        let id = self.id_of(Kind::ProviderAccount, &a.name);
+                        notes.extend(self.id_taken_as_name(Kind::ProviderAccount, &id));
                         let step = step::PROVIDER_ACCOUNT_WRITE;
                         self.record(
                             Kind::ProviderAccount,
@@ -1266,18 +1285,8 @@ impl<'a> Planner<'a> {
                 }
                 // Its create gives it the id it derives (bringing back the archived pool of
                 // the same name, if any): a pool that has that id as its name (allowed while
-                // the archived one was gone) would make one reference mean both, and the
-                // server refuses the create.
-                let named = self.cur_pools.by_name.get(&Key::new(&pool_id));
-                if let Cow::Owned(id) = &pool_id
-                    && named.is_some_and(|n| {
-                        n.item.is_some() || n.made.as_ref().is_some_and(|other| other != id)
-                    })
-                {
-                    notes.push(format!(
-                        "its create would give it the id {id}, which pool \"{id}\" has as its name"
-                    ));
-                }
+                // the archived one was gone) would make one reference mean both.
+                notes.extend(self.id_taken_as_name(Kind::Pool, &pool_id));
                 let call = Call::PoolCreate(PoolCreate {
                     tenant_id: self.tenant.to_owned(),
                     idempotency_key: Some(self.key(Kind::Pool, &p.name)),
@@ -1732,6 +1741,8 @@ impl<'a> Planner<'a> {
                         warm: t.warm,
                     });
                     let call = Some((step::TEMPLATE_WRITE, call));
+                    let id = self.id_of(Kind::SandboxTemplate, &t.name);
+                    notes.extend(self.id_taken_as_name(Kind::SandboxTemplate, &id));
                     self.record(
                         Kind::SandboxTemplate,
                         t.name.as_str().to_owned(),

@@ -893,6 +893,51 @@ fn a_pool_whose_create_takes_another_pools_name_as_its_id_is_blocked() {
 }
 
 #[test]
+fn a_create_whose_id_is_another_items_name_is_blocked_for_every_named_kind() {
+    // As for pools: a site, a provider account or a template named by the id that another's
+    // create derives. The server refuses that create (CONFLICT), so a plan that showed it as
+    // fine could not be applied (an audit applied one and got the CONFLICT).
+    let derived = |kind: Kind, name: &str| {
+        crate::ids::derive_id(
+            kind,
+            "usr_ops",
+            &crate::ids::idempotency_key("root", kind, name),
+        )
+    };
+    let site = derived(Kind::Site, "zz");
+    let account = derived(Kind::ProviderAccount, "zz");
+    let template = derived(Kind::SandboxTemplate, "zz");
+    let base = format!(
+        r#"{{"version": 1, "sites": [{{"name": "fra", "kind": "shared", "region": "eu"}}, {{"name": "{site}", "kind": "shared", "region": "eu"}}],
+            "providerAccounts": [{{"name": "{account}", "provider": "x", "config": {{}}}}],
+            "pools": [{{"name": "p", "site": "fra", "class": "vps-host"}}],
+            "flavors": [{{"pool": "p", "name": "f", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1}}],
+            "sandboxTemplates": [{{"name": "{template}", "pool": "p", "flavor": "f", "imageId": "i", "network": "none"}}]}}"#
+    );
+    let ex = export(&base, &[]);
+    let doc = r#"{"version": 1,
+        "sites": [{"name": "zz", "kind": "shared", "region": "eu"}],
+        "providerAccounts": [{"name": "zz", "provider": "x", "config": {}}],
+        "sandboxTemplates": [{"name": "zz", "pool": "p", "flavor": "f", "imageId": "i", "network": "none"}]}"#;
+    let p = check(
+        doc,
+        &ex,
+        KEEP,
+        &format!(
+            r#"site zz create blocked: its create would give it the id {site}, which site "{site}" has as its name
+               providerAccount zz create blocked: its create would give it the id {account}, which provider account "{account}" has as its name
+               sandboxTemplate zz create blocked: its create would give it the id {template}, which sandbox template "{template}" has as its name"#
+        ),
+    );
+    assert!(p.calls.is_empty(), "{:?}", p.calls);
+    // Another name derives another id: nothing in the way.
+    let fine = doc.replace("\"zz\"", "\"yy\"");
+    let p = plan(&validate(fine.as_bytes()).unwrap(), &ex, KEEP);
+    assert!(!p.summary.blocked, "{:?}", p.changes);
+    assert_eq!(p.calls.len(), 3);
+}
+
+#[test]
 fn a_new_pool_cannot_take_a_pool_ids_shape_as_its_name() {
     // An id-shaped name that names no pool of the tenant (a pool gone since, another
     // tenant's): a pool offered to this tenant later under that id would make the name mean
