@@ -52,6 +52,12 @@ pub(super) fn plan(document: &Document<'_>, export: &Export<'_>, options: PlanOp
     planner.pools();
     planner.flavors();
     planner.templates();
+    // Prune deletes last, users before what they use: a blocked change or delete keeps its
+    // current item, and what that item uses stays in use, so its delete is blocked in the same
+    // plan rather than after the first block is fixed.
+    planner.prune_flavors();
+    planner.prune_pools();
+    planner.prune_accounts();
     planner.finish()
 }
 
@@ -110,10 +116,6 @@ fn first_users<K: std::hash::Hash + Eq, U: Ord>(
     }
     users
 }
-
-/// An item's name and one of its references (None where it has none), for
-/// [`Planner::kept_in_place`].
-type NameAndReference<T> = (fn(&T) -> &str, fn(&T) -> Option<&str>);
 
 /// What keeps a pool from being archived. Ordered as the note's words would sort (`flavor
 /// "pool/name"` before `sandbox template "name"`), so the note names the same user as
@@ -335,6 +337,13 @@ struct Planner<'a> {
     /// plans that can apply.
     blocked_pools: HashSet<String>,
     blocked_flavors: HashSet<(String, String)>,
+    /// Current items the plan leaves as they are although the document changes or prunes
+    /// them (the change is blocked): what they use stays in use.
+    kept_pools: Vec<&'a Pool<'a>>,
+    kept_flavors: Vec<&'a Flavor<'a>>,
+    kept_templates: Vec<&'a SandboxTemplate<'a>>,
+    /// Which current flavors a document flavor matched (by [`Self::flavors`], for the prune).
+    flavors_matched: Vec<bool>,
 }
 
 /// The exported object of each existing flavor (`pool/name`), and whether no two flavors
@@ -564,6 +573,10 @@ impl<'a> Planner<'a> {
             calls: Vec::new(),
             blocked_pools: HashSet::default(),
             blocked_flavors: HashSet::default(),
+            kept_pools: Vec::new(),
+            kept_flavors: Vec::new(),
+            kept_templates: Vec::new(),
+            flavors_matched: Vec::new(),
         };
         planner.index_ids();
         planner
@@ -737,38 +750,6 @@ impl<'a> Planner<'a> {
             .map(|i| (i, name))
     }
 
-    /// The current items of the document's `listed` items whose fixed reference (`reference`)
-    /// the document changes: such a change is blocked, so each stays where it is, and what it
-    /// uses now stays in use (a prune that deletes it is blocked too, and says so at once).
-    fn kept_in_place<T>(
-        &self,
-        kind: Kind,
-        (listed, current): (&'a Option<Vec<T>>, &'a [T]),
-        (name, reference): NameAndReference<T>,
-        target: Kind,
-    ) -> impl Iterator<Item = &'a T> + use<'_, 'a, T> {
-        slice(listed).iter().filter_map(move |item| {
-            let (i, _) = self.existing(kind, name(item))?;
-            let cur = &current[i];
-            let moved = match (reference(cur), reference(item)) {
-                (Some(a), Some(b)) => !self.same(target, a, b),
-                (a, b) => a != b,
-            };
-            moved.then_some(cur)
-        })
-    }
-
-    /// The current templates whose pool the document changes: each stays on its pool and
-    /// its flavor.
-    fn templates_in_place(&self) -> impl Iterator<Item = &'a SandboxTemplate<'a>> + use<'_, 'a> {
-        self.kept_in_place(
-            Kind::SandboxTemplate,
-            (&self.doc.sandbox_templates, self.cur_templates.items),
-            (|t| t.name.as_str(), |t| Some(t.pool.as_str())),
-            Kind::Pool,
-        )
-    }
-
     /// The note of a create whose derived `id` is already the name of another item of `kind`
     /// (one that exists, or one this plan creates under another id): one reference would mean
     /// both, and the server refuses the create (docs/contracts.md), so the plan says so first.
@@ -879,6 +860,11 @@ impl<'a> Planner<'a> {
 
     /// True when two references name the same object (`fra` and `site_01…` may).
     /// Whether the change just recorded is a blocked create.
+    /// Whether the change just recorded is blocked.
+    fn last_blocked(&self) -> bool {
+        self.changes.last().is_some_and(|c| c.blocked)
+    }
+
     fn last_create_blocked(&self) -> bool {
         self.changes
             .last()
@@ -955,10 +941,6 @@ impl<'a> Planner<'a> {
             change.blocked = true;
             change.note = Some(notes.join("; "));
         }
-        debug_assert!(
-            self.changes.last().is_none_or(|last| last.kind <= kind),
-            "changes are made kind after kind"
-        );
         // Counted here, not in a pass over the plan's changes (megabytes of them) at the end.
         let summary = &mut self.summary;
         match change.action {
@@ -1126,39 +1108,44 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        if self.prune && self.doc.provider_accounts.is_some() {
-            // The pools that stay after this plan, by the provider account they use: found on
-            // the first delete (most plans delete none).
-            let pools = remaining(&self.doc.pools, &self.ex.config.pools);
-            let mut users = None;
-            for cur in self.cur_accounts.unmatched() {
-                let users = users.get_or_insert_with(|| {
-                    let kept = self.kept_in_place(
-                        Kind::Pool,
-                        (&self.doc.pools, self.cur_pools.items),
-                        (|p| p.name.as_str(), |p| p.provider_account.as_deref()),
-                        Kind::ProviderAccount,
-                    );
-                    first_users(pools.iter().chain(kept).filter_map(|p| {
-                        let account = p.provider_account.as_deref()?;
-                        Some((
-                            self.resolve(Kind::ProviderAccount, account)?,
-                            p.name.as_str(),
-                        ))
-                    }))
-                });
-                let object = self.object(Kind::ProviderAccount, &cur.name);
-                let id = self.id_or_derived(Kind::ProviderAccount, object, &cur.name);
-                let note = users
-                    .get(&*id)
-                    .map(|pool| format!("provider account is used by pool \"{pool}\""));
-                self.prune_delete(
-                    Kind::ProviderAccount,
-                    (cur.name.as_str().to_owned(), object),
-                    note,
-                    (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
-                );
-            }
+    }
+
+    /// Prune's provider account deletes: after the pools', so a pool whose archive or change is
+    /// blocked keeps its account in use.
+    fn prune_accounts(&mut self) {
+        if !(self.prune && self.doc.provider_accounts.is_some()) {
+            return;
+        }
+        // The pools that stay after this plan, by the provider account they use: found on the
+        // first delete (most plans delete none).
+        let pools = remaining(&self.doc.pools, &self.ex.config.pools);
+        let mut users = None;
+        for cur in self.cur_accounts.unmatched() {
+            let users = users.get_or_insert_with(|| {
+                first_users(
+                    pools
+                        .iter()
+                        .chain(self.kept_pools.iter().copied())
+                        .filter_map(|p| {
+                            let account = p.provider_account.as_deref()?;
+                            Some((
+                                self.resolve(Kind::ProviderAccount, account)?,
+                                p.name.as_str(),
+                            ))
+                        }),
+                )
+            });
+            let object = self.object(Kind::ProviderAccount, &cur.name);
+            let id = self.id_or_derived(Kind::ProviderAccount, object, &cur.name);
+            let note = users
+                .get(&*id)
+                .map(|pool| format!("provider account is used by pool \"{pool}\""));
+            self.prune_delete(
+                Kind::ProviderAccount,
+                (cur.name.as_str().to_owned(), object),
+                note,
+                (step::PROVIDER_ACCOUNT_DELETE, Call::ProviderAccountDelete),
+            );
         }
     }
 
@@ -1177,7 +1164,6 @@ impl<'a> Planner<'a> {
                 planned
             })
             .collect();
-        self.prune_pools();
         for (p, (pool_id, cur)) in pools.iter().zip(&planned) {
             if let Some(quota) = &p.owner_quota {
                 self.owner_quota(p, quota, pool_id, *cur);
@@ -1203,32 +1189,40 @@ impl<'a> Planner<'a> {
         );
         let mut users = None;
         for cur in self.cur_pools.unmatched() {
-            let users = users.get_or_insert_with(|| {
-                let flavor_uses = flavors.iter().filter_map(|f| {
+            let (users, kept) = users.get_or_insert_with(|| {
+                let flavor_use = |f: &'a Flavor<'a>| {
                     let id = self.resolve(Kind::Pool, &f.pool)?;
                     Some((id, PoolUser::Flavor(&f.pool, &f.name)))
-                });
+                };
                 let template_uses = templates
                     .iter()
-                    .chain(self.templates_in_place())
+                    .chain(self.kept_templates.iter().copied())
                     .filter_map(|t| {
                         let id = self.resolve(Kind::Pool, &t.pool)?;
                         Some((id, PoolUser::Template(&t.name)))
                     });
-                first_users(flavor_uses.chain(template_uses))
+                let users = first_users(flavors.iter().filter_map(flavor_use).chain(template_uses));
+                let kept = first_users(self.kept_flavors.iter().copied().filter_map(flavor_use));
+                (users, kept)
             });
             let object = self.object(Kind::Pool, &cur.name);
             let id = self.id_or_derived(Kind::Pool, object, &cur.name);
+            // A flavor kept only because its own delete is blocked is named last: the note
+            // names what keeps the pool in the first place when something does.
             let note = users
                 .get(&*id)
                 .map(PoolUser::note)
-                .or_else(|| self.used_elsewhere(Kind::Pool, object));
+                .or_else(|| self.used_elsewhere(Kind::Pool, object))
+                .or_else(|| kept.get(&*id).map(PoolUser::note));
             self.prune_delete(
                 Kind::Pool,
                 (cur.name.as_str().to_owned(), object),
                 note,
                 (step::POOL_ARCHIVE, Call::PoolArchive),
             );
+            if self.last_blocked() {
+                self.kept_pools.push(cur);
+            }
         }
     }
 
@@ -1353,6 +1347,9 @@ impl<'a> Planner<'a> {
                 });
                 let call = call.map(|call| (step::POOL_UPDATE_QUOTA, call));
                 self.update_or_unchanged(Kind::Pool, p.name.as_str().to_owned(), diff, notes, call);
+                if self.last_blocked() {
+                    self.kept_pools.push(cur);
+                }
                 Some((existing, cur))
             }
         };
@@ -1637,10 +1634,20 @@ impl<'a> Planner<'a> {
                     });
                     let call = call.map(|call| (step::FLAVOR_WRITE, call));
                     self.update_or_unchanged(Kind::Flavor, name, diff, notes, call);
+                    if self.last_blocked() {
+                        self.kept_flavors.push(cur);
+                    }
                 }
             }
         }
+        self.flavors_matched = matched;
+    }
+
+    /// Prune's flavor deletes: after the templates', so a template whose change is blocked
+    /// keeps its flavor in use.
+    fn prune_flavors(&mut self) {
         if self.prune && self.doc.flavors.is_some() {
+            let mut matched = std::mem::take(&mut self.flavors_matched);
             // The templates that stay after this plan, by the flavor they use: deleting that
             // flavor would leave them dangling. Found on the first delete (most plans delete
             // none).
@@ -1671,7 +1678,7 @@ impl<'a> Planner<'a> {
                     first_users(
                         templates
                             .iter()
-                            .chain(self.templates_in_place())
+                            .chain(self.kept_templates.iter().copied())
                             .filter_map(|t| {
                                 let pool = self.resolve(Kind::Pool, &t.pool)?;
                                 Some(((pool, t.flavor.as_str()), t.name.as_str()))
@@ -1691,6 +1698,9 @@ impl<'a> Planner<'a> {
                     note,
                     (step::FLAVOR_DELETE, Call::FlavorDelete),
                 );
+                if self.last_blocked() {
+                    self.kept_flavors.push(cur);
+                }
             }
         }
     }
@@ -1807,6 +1817,9 @@ impl<'a> Planner<'a> {
                         notes,
                         call,
                     );
+                    if self.last_blocked() {
+                        self.kept_templates.push(cur);
+                    }
                 }
             }
         }
@@ -1819,12 +1832,20 @@ impl<'a> Planner<'a> {
                     None,
                     (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
                 );
+                if self.last_blocked() {
+                    self.kept_templates.push(cur);
+                }
             }
         }
     }
 
     fn finish(self) -> Plan {
         let mut changes = self.changes;
+        // Grouped by kind: the prune deletes of flavors, pools and provider accounts come last
+        // (see `plan`). A stable sort keeps each kind's own order.
+        if !changes.is_sorted_by_key(|c| c.kind) {
+            changes.sort_by_key(|c| c.kind);
+        }
         let mut start = 0;
         while start < changes.len() {
             let kind = changes[start].kind;

@@ -1186,3 +1186,35 @@ fn a_prune_keeps_what_a_blocked_move_leaves_in_use() {
          sandboxTemplate py-small update",
     );
 }
+
+#[test]
+fn a_prune_keeps_what_any_blocked_change_or_delete_leaves_in_use() {
+    let ex = export(FLEET, &[]);
+    // A template update blocked for another reason than a move (an unknown flavor) leaves the
+    // template on its flavor: that flavor's delete is blocked too (an audit found it planned).
+    let unknown = r#"{"version": 1, "flavors": [],
+        "sandboxTemplates": [{ "name": "py-small", "pool": "vps-fra", "flavor": "nope",
+            "imageId": "ubuntu-24.04", "network": "private" }]}"#;
+    check(
+        unknown,
+        &ex,
+        PRUNE,
+        r#"flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small"
+           sandboxTemplate py-small update blocked: unknown flavor "vps-fra/nope""#,
+    );
+    // A pool whose archive is blocked (a flavor listed on it) stays, and so does the
+    // provider account it uses; and a flavor kept only by its own blocked delete keeps its
+    // pool, named last, after what keeps the pool in the first place.
+    let kept_pool = r#"{"version": 1, "providerAccounts": [], "pools": [],
+        "flavors": [{ "pool": "burst", "name": "b1", "vcpu": 1, "memoryGiB": 1, "diskGiB": 1 }]}"#;
+    check(
+        kept_pool,
+        &ex,
+        PRUNE,
+        r#"providerAccount cloud delete blocked: provider account is used by pool "burst"
+           pool burst delete blocked: pool is used by flavor "burst/b1"
+           pool vps-fra delete blocked: pool is used by sandbox template "py-small"
+           flavor burst/b1 create
+           flavor vps-fra/g1.small delete blocked: flavor is used by sandbox template "py-small""#,
+    );
+}
