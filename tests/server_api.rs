@@ -1805,12 +1805,39 @@ async fn iam_gives_no_more_than_it_holds(db: Db) {
         )
         .await;
 
-    // An unknown tenant is NOT_FOUND for reads as for writes, never an empty list.
+    // An unknown tenant is NOT_FOUND for reads as for writes, never an empty list; a method
+    // of one object of it names the tenant too, not the object.
     for method in ["site.list", "audit.list", "event.list", "webhook.list"] {
         let unknown = fleet
             .fails(method, json!({ "tenantId": "nope" }), "NOT_FOUND")
             .await;
         assert_eq!(unknown.details["id"], "nope", "{method}: {unknown:?}");
+    }
+    for method in [
+        "webhook.delete",
+        "webhook.rotateSecret",
+        "webhook.deliveries",
+        "webhook.redeliver",
+        "grant.delete",
+        "apiKey.revoke",
+    ] {
+        let mut input = json!({ "tenantId": "nope", "id": "x" });
+        if method == "webhook.redeliver" {
+            input["eventId"] = json!("x");
+        }
+        let unknown = fleet.fails(method, input, "NOT_FOUND").await;
+        assert_eq!(
+            (&unknown.details["kind"], &unknown.details["id"]),
+            (&json!("tenant"), &json!("nope")),
+            "{method}: {unknown:?}"
+        );
+        // In a tenant that exists, the object is what is not found.
+        let mut input = json!({ "tenantId": "root", "id": "x" });
+        if method == "webhook.redeliver" {
+            input["eventId"] = json!("x");
+        }
+        let missing = fleet.fails(method, input, "NOT_FOUND").await;
+        assert_eq!(missing.details["id"], "x", "{method}: {missing:?}");
     }
     let unknown = fleet
         .fails(

@@ -639,6 +639,21 @@ pub async fn require_tenant(conn: &mut AnyConnection, id: &str) -> Result<(), Ap
     }
 }
 
+/// NOT_FOUND for the object `id` of `kind` that `tenant` does not have; for the tenant itself
+/// when it does not exist, as the list methods say (asked only once the object is not found).
+pub async fn not_found_in(
+    conn: &mut AnyConnection,
+    tenant: &str,
+    kind: &str,
+    id: &str,
+) -> ApiError {
+    match tenant_exists(conn, tenant).await {
+        Ok(false) => ApiError::not_found("tenant", tenant),
+        Ok(true) => ApiError::not_found(kind, id),
+        Err(err) => err.into(),
+    }
+}
+
 /// Input of `tenant.create`.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -985,7 +1000,7 @@ pub async fn api_key_revoke(
     .await?
     .rows_affected();
     if n == 0 {
-        return Err(ApiError::not_found("apiKey", &input.id));
+        return Err(not_found_in(&mut tx, &input.tenant_id, "apiKey", &input.id).await);
     }
     commit_audited(
         tx,
@@ -1215,7 +1230,7 @@ pub async fn grant_delete(
         .await?
         .rows_affected();
     if n == 0 {
-        return Err(ApiError::not_found("grant", &input.id));
+        return Err(not_found_in(&mut tx, &input.tenant_id, "grant", &input.id).await);
     }
     commit_audited(
         tx,

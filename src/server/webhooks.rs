@@ -832,15 +832,18 @@ async fn require_webhook(
     tenant: &str,
     id: &str,
 ) -> Result<sqlx::any::AnyRow, ApiError> {
-    sqlx::query(
+    let row = sqlx::query(
         "SELECT id, url, events, disabled_at, disabled_reason, failures, revision, created_at \
          FROM webhooks WHERE id = $1 AND tenant_id = $2",
     )
     .bind(id)
     .bind(tenant)
-    .fetch_optional(conn)
-    .await?
-    .ok_or_else(|| ApiError::not_found("webhook", id))
+    .fetch_optional(&mut *conn)
+    .await?;
+    match row {
+        Some(row) => Ok(row),
+        None => Err(super::iam::not_found_in(conn, tenant, "webhook", id).await),
+    }
 }
 
 /// A webhook endpoint, as `webhook.list` answers it: never its secret.
