@@ -350,6 +350,25 @@ async fn iam_keys_grants_and_refusals(db: Db) {
 }
 both!(iam, iam_keys_grants_and_refusals);
 
+/// Methods of one object of a tenant named by its id (`x`, which no object has).
+const ONE_OBJECT_METHODS: [&str; 6] = [
+    "webhook.delete",
+    "webhook.rotateSecret",
+    "webhook.deliveries",
+    "webhook.redeliver",
+    "grant.delete",
+    "apiKey.revoke",
+];
+
+/// The input of `method` for the object `x` of `tenant` (and the event `x` to redeliver).
+fn one_object(method: &str, tenant: &str) -> Value {
+    let mut input = json!({ "tenantId": tenant, "id": "x" });
+    if method == "webhook.redeliver" {
+        input["eventId"] = json!("x");
+    }
+    input
+}
+
 /// A refusal's audit row goes where someone can read it, and holds no text of any size: a
 /// malformed tenant id is INVALID_INPUT (no row), and a refusal naming a tenant that does not
 /// exist is logged in the caller's own tenant, naming the tenant asked for.
@@ -387,20 +406,9 @@ async fn refusals_are_audited_where_they_can_be_read(db: Db) {
     assert_eq!(bad.details["path"], "tenantId");
     assert!(rows("globex").await.is_empty());
     // The same for a caller that holds everything: the input's mistake, not "not found".
-    for method in [
-        "webhook.delete",
-        "webhook.rotateSecret",
-        "webhook.deliveries",
-        "webhook.redeliver",
-        "grant.delete",
-        "apiKey.revoke",
-        "site.get",
-    ] {
+    for method in ONE_OBJECT_METHODS.iter().chain(&["site.get"]) {
         for tenant in ["NOPE!", "", long.as_str()] {
-            let mut input = json!({ "tenantId": tenant, "id": "x" });
-            if method == "webhook.redeliver" {
-                input["eventId"] = json!("x");
-            }
+            let input = one_object(method, tenant);
             let bad = fleet.fails(method, input, "INVALID_INPUT").await;
             assert_eq!(bad.details["path"], "tenantId", "{method}: {bad:?}");
         }
@@ -1813,30 +1821,19 @@ async fn iam_gives_no_more_than_it_holds(db: Db) {
             .await;
         assert_eq!(unknown.details["id"], "nope", "{method}: {unknown:?}");
     }
-    for method in [
-        "webhook.delete",
-        "webhook.rotateSecret",
-        "webhook.deliveries",
-        "webhook.redeliver",
-        "grant.delete",
-        "apiKey.revoke",
-    ] {
-        let mut input = json!({ "tenantId": "nope", "id": "x" });
-        if method == "webhook.redeliver" {
-            input["eventId"] = json!("x");
-        }
-        let unknown = fleet.fails(method, input, "NOT_FOUND").await;
+    for method in ONE_OBJECT_METHODS {
+        let unknown = fleet
+            .fails(method, one_object(method, "nope"), "NOT_FOUND")
+            .await;
         assert_eq!(
             (&unknown.details["kind"], &unknown.details["id"]),
             (&json!("tenant"), &json!("nope")),
             "{method}: {unknown:?}"
         );
         // In a tenant that exists, the object is what is not found.
-        let mut input = json!({ "tenantId": "root", "id": "x" });
-        if method == "webhook.redeliver" {
-            input["eventId"] = json!("x");
-        }
-        let missing = fleet.fails(method, input, "NOT_FOUND").await;
+        let missing = fleet
+            .fails(method, one_object(method, "root"), "NOT_FOUND")
+            .await;
         assert_eq!(missing.details["id"], "x", "{method}: {missing:?}");
     }
     let unknown = fleet

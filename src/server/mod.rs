@@ -545,7 +545,6 @@ pub fn router(state: AppState) -> Router {
     let index = state.config.console_dir.join("index.html");
     let openapi = Arc::new(api::openapi(&state.methods));
     Router::new()
-        .route("/api/health", get(health))
         .route(
             "/api/openapi.json",
             get(move || {
@@ -569,6 +568,10 @@ pub fn router(state: AppState) -> Router {
             ratelimit::Limiter::from_env(),
             ratelimit::limit,
         ))
+        // After the rate limit's layer, which wraps only the routes before it: the health check
+        // answers a rollout's probe even with a key that is out of requests (a load balancer
+        // may send the same header to every path).
+        .route("/api/health", get(health))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn(api::errors_in_body))

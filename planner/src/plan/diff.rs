@@ -858,13 +858,7 @@ impl<'a> Planner<'a> {
         Some(Cow::Borrowed(id))
     }
 
-    /// True when two references name the same object (`fra` and `site_01…` may).
     /// Whether the change just recorded is a blocked create.
-    /// Whether the change just recorded is blocked.
-    fn last_blocked(&self) -> bool {
-        self.changes.last().is_some_and(|c| c.blocked)
-    }
-
     fn last_create_blocked(&self) -> bool {
         self.changes
             .last()
@@ -879,6 +873,7 @@ impl<'a> Planner<'a> {
             .then(|| format!("pool \"{name}\" is blocked"))
     }
 
+    /// True when two references name the same object (`fra` and `site_01…` may).
     fn same(&self, kind: Kind, a: &str, b: &str) -> bool {
         a == b
             || matches!(
@@ -887,7 +882,8 @@ impl<'a> Planner<'a> {
             )
     }
 
-    /// Records a change; its call is kept only when nothing blocks it.
+    /// Records a change; its call is kept only when nothing blocks it. Answers whether it is
+    /// blocked.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
@@ -898,7 +894,7 @@ impl<'a> Planner<'a> {
         mut notes: Vec<String>,
         reason: Option<&str>,
         call: Option<(u8, Call)>,
-    ) {
+    ) -> bool {
         let mut change = Change {
             kind,
             name,
@@ -950,7 +946,9 @@ impl<'a> Planner<'a> {
             Action::Unchanged => summary.unchanged += 1,
         }
         summary.blocked |= change.blocked;
+        let blocked = change.blocked;
         self.changes.push(change);
+        blocked
     }
 
     fn sites(&mut self) {
@@ -1017,7 +1015,7 @@ impl<'a> Planner<'a> {
         (export_name, object): (String, Option<&'a ObjectRef<'a>>),
         note: Option<String>,
         (step, call): (u8, fn(Delete) -> Call),
-    ) {
+    ) -> bool {
         let delete = Delete {
             tenant_id: self.tenant.to_owned(),
             id: self.id_or_derived(kind, object, &export_name).into_owned(),
@@ -1026,10 +1024,11 @@ impl<'a> Planner<'a> {
         let notes = note.into_iter().collect();
         let call = Some((step, call(delete)));
         let reason = Some(PRUNE_REASON);
-        self.record(kind, export_name, Action::Delete, None, notes, reason, call);
+        self.record(kind, export_name, Action::Delete, None, notes, reason, call)
     }
 
-    /// An existing item: `unchanged` when nothing differs, else `update` with `call`.
+    /// An existing item: `unchanged` when nothing differs, else `update` with `call`. Answers
+    /// whether it is blocked.
     fn update_or_unchanged(
         &mut self,
         kind: Kind,
@@ -1037,11 +1036,11 @@ impl<'a> Planner<'a> {
         diff: Diff,
         notes: Vec<String>,
         call: Option<(u8, Call)>,
-    ) {
+    ) -> bool {
         if diff.is_empty() {
-            self.record(kind, name, Action::Unchanged, None, notes, None, None);
+            self.record(kind, name, Action::Unchanged, None, notes, None, None)
         } else {
-            self.record(kind, name, Action::Update, Some(diff), notes, None, call);
+            self.record(kind, name, Action::Update, Some(diff), notes, None, call)
         }
     }
 
@@ -1214,13 +1213,12 @@ impl<'a> Planner<'a> {
                 .map(PoolUser::note)
                 .or_else(|| self.used_elsewhere(Kind::Pool, object))
                 .or_else(|| kept.get(&*id).map(PoolUser::note));
-            self.prune_delete(
+            if self.prune_delete(
                 Kind::Pool,
                 (cur.name.as_str().to_owned(), object),
                 note,
                 (step::POOL_ARCHIVE, Call::PoolArchive),
-            );
-            if self.last_blocked() {
+            ) {
                 self.kept_pools.push(cur);
             }
         }
@@ -1346,8 +1344,13 @@ impl<'a> Planner<'a> {
                     })
                 });
                 let call = call.map(|call| (step::POOL_UPDATE_QUOTA, call));
-                self.update_or_unchanged(Kind::Pool, p.name.as_str().to_owned(), diff, notes, call);
-                if self.last_blocked() {
+                if self.update_or_unchanged(
+                    Kind::Pool,
+                    p.name.as_str().to_owned(),
+                    diff,
+                    notes,
+                    call,
+                ) {
                     self.kept_pools.push(cur);
                 }
                 Some((existing, cur))
@@ -1403,7 +1406,7 @@ impl<'a> Planner<'a> {
                         notes,
                         None,
                         call,
-                    )
+                    );
                 }
                 Some((_, before)) => {
                     let mut diff = Diff::default();
@@ -1487,7 +1490,7 @@ impl<'a> Planner<'a> {
             match existing {
                 None => {
                     let call = Some(call(self));
-                    self.record(Kind::Offer, name, Action::Create, None, notes, None, call)
+                    self.record(Kind::Offer, name, Action::Create, None, notes, None, call);
                 }
                 Some(before) => {
                     let mut diff = Diff::default();
@@ -1633,8 +1636,7 @@ impl<'a> Planner<'a> {
                         })
                     });
                     let call = call.map(|call| (step::FLAVOR_WRITE, call));
-                    self.update_or_unchanged(Kind::Flavor, name, diff, notes, call);
-                    if self.last_blocked() {
+                    if self.update_or_unchanged(Kind::Flavor, name, diff, notes, call) {
                         self.kept_flavors.push(cur);
                     }
                 }
@@ -1692,13 +1694,12 @@ impl<'a> Planner<'a> {
                     .and_then(|pool| users.get(&(pool, cur.name.as_str())))
                     .map(|user| format!("flavor is used by sandbox template \"{user}\""))
                     .or_else(|| self.used_elsewhere(Kind::Flavor, object));
-                self.prune_delete(
+                if self.prune_delete(
                     Kind::Flavor,
                     (name, object),
                     note,
                     (step::FLAVOR_DELETE, Call::FlavorDelete),
-                );
-                if self.last_blocked() {
+                ) {
                     self.kept_flavors.push(cur);
                 }
             }
@@ -1810,14 +1811,13 @@ impl<'a> Planner<'a> {
                         })
                     });
                     let call = call.map(|call| (step::TEMPLATE_WRITE, call));
-                    self.update_or_unchanged(
+                    if self.update_or_unchanged(
                         Kind::SandboxTemplate,
                         t.name.as_str().to_owned(),
                         diff,
                         notes,
                         call,
-                    );
-                    if self.last_blocked() {
+                    ) {
                         self.kept_templates.push(cur);
                     }
                 }
@@ -1826,13 +1826,12 @@ impl<'a> Planner<'a> {
         if self.prune && self.doc.sandbox_templates.is_some() {
             for cur in self.cur_templates.unmatched() {
                 let object = self.object(Kind::SandboxTemplate, &cur.name);
-                self.prune_delete(
+                if self.prune_delete(
                     Kind::SandboxTemplate,
                     (cur.name.as_str().to_owned(), object),
                     None,
                     (step::TEMPLATE_DELETE, Call::SandboxTemplateDelete),
-                );
-                if self.last_blocked() {
+                ) {
                     self.kept_templates.push(cur);
                 }
             }
